@@ -1,0 +1,629 @@
+/* moe.h — fused Mixture-of-Experts layers for x86 CPUs, header-only.
+ *
+ * USE
+ *   In exactly one C or C++ file:      #define MOE_IMPLEMENTATION
+ *                                      #include "moe.h"
+ *   Everywhere else include moe.h without the define and link that object (or libmoe, built by
+ *   Meson from moe.c). Define MOE_IMPLEMENTATION before the first include of any moe header.
+ *
+ * CONFIGURATION MACROS (define before including)
+ *   | macro               | effect                                                              |
+ *   |---------------------|---------------------------------------------------------------------|
+ *   | MOE_IMPLEMENTATION  | include the definitions (once per program, or per TU as static)     |
+ *   | MOE_API             | linkage of public functions (default: static inline with the        |
+ *   |                     | implementation, extern without it); `#define MOE_API` exports them  |
+ *   | MOE_NO_BF16         | remove BF16 and FP16 precisions                                     |
+ *   | MOE_NO_INT8         | remove INT8 W8A8                                                    |
+ *   | MOE_NO_FP8          | remove FP8 W8A16                                                    |
+ *   | MOE_NO_INT4         | remove INT4 W4A8 and W4A16                                          |
+ *   | MOE_NO_MXFP4        | remove MXFP4                                                        |
+ *   | MOE_NO_AVX512       | remove the AVX-512 kernels (and AMX)                                |
+ *   | MOE_NO_AMX          | remove the AMX kernels                                              |
+ *   | MOE_AMX_EMULATE     | run AMX code paths on a portable model of the tiles (tests)         |
+ *   | MOE_ASSERT(x)       | internal assertion (default: nothing)                               |
+ *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 256)      |
+ *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
+ *
+ * CONTRACT
+ *   - Pack weights once (moe_pack_size, moe_pack in moe_quant.h); the packed moe_experts is
+ *     read-only and shared by every thread and call.
+ *   - Per forward pass: route (moe_route in moe_route.h), ask moe_workspace_size(), hand a workspace
+ *     of at least that many bytes (any alignment) to moe_fused_experts(). Nothing is allocated.
+ *     Large M is processed in chunks of chunk_tokens tokens, so the workspace stays bounded.
+ *   - Threads: pass a moe_parallel whose parallel_for runs fn(arg, i) for every i in [0, n) and
+ *     returns when all are done (any pool). With none, OpenMP is used when compiled with it,
+ *     else the call runs serially. The output is bitwise identical for any thread count and chunk.
+ *   - Every argument is validated before any output is written; a status names what was wrong.
+ *   - Numerics: f32 accumulation, the top-k sum in f32 in the order j = 0..topk-1, shared expert
+ *     added in f32, one rounding to the output type at the end.
+ *
+ * EXAMPLE
+ *   moe_experts ex; void *buf = malloc(moe_pack_size(&w)); moe_pack(&w, &ex, buf, moe_pack_size(&w));
+ *   moe_call c = {0}; c.x = x; c.out = out; c.M = M; c.topk = 8;
+ *   c.topk_weights = tw; c.topk_ids = ids;             // from moe_route()
+ *   size_t ws_size; moe_workspace_size(&ex, &c, &ws_size); void *ws = malloc(ws_size);
+ *   moe_status s = moe_fused_experts(&ex, &c, ws, ws_size, NULL);
+ */
+#ifndef MOE_H
+#define MOE_H
+
+#include "moe_quant.h"
+#include "moe_route.h"
+#include "moe_gemm.h"
+
+#ifndef MOE_DEFAULT_CHUNK
+#define MOE_DEFAULT_CHUNK 256
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+
+/* One call's tensors. Zero-initialised fields mean defaults. */
+typedef struct moe_call {
+  const void *x;                /* [M, K] activations of type dtype, row stride ldx              */
+  void *out;                    /* [M, K] output of type dtype, row stride ldo; may equal x      */
+  moe_dtype dtype;              /* bf16 (default), fp16 or f32                                   */
+  int64_t M;                    /* tokens; 0 is a no-op                                          */
+  int64_t ldx, ldo;             /* row strides in elements; 0 means K                            */
+  int32_t topk;                 /* experts per token, 1..E (or 1..n_global with a map)           */
+  const float *topk_weights;    /* [M, topk]                                                     */
+  const int32_t *topk_ids;      /* [M, topk] global ids; -1 = skip                               */
+  const int32_t *expert_map;    /* optional [n_global]: global id -> local id or -1              */
+  int32_t n_global;             /* experts in the whole model when expert_map is set (0: E)     */
+  moe_activation act;
+  float alpha, limit;           /* SWIGLU_OAI; 0 means 1.702 and 7.0                             */
+  float routed_scaling_factor;  /* routed sum multiplied by this before the shared expert; 0: 1  */
+  const moe_experts *shared;    /* optional shared expert (E = 1, same precision and K)          */
+  const float *shared_gate;     /* optional [K]: shared output *= sigmoid(x . shared_gate)       */
+  int64_t chunk_tokens;         /* tokens per chunk (0: MOE_DEFAULT_CHUNK)                       */
+} moe_call;
+
+/* A caller's thread pool. parallel_for must call fn(arg, i) once for every i in [0, n) and return
+ * after all calls returned. n_threads is a hint (0: unknown). */
+typedef struct moe_parallel {
+  void (*parallel_for)(void *pool, void (*fn)(void *arg, int64_t i), void *arg, int64_t n);
+  void *pool;
+  int n_threads;
+} moe_parallel;
+
+/* Bytes of workspace moe_fused_experts (or moe_shared_expert) needs for this call. Validates the
+ * sizes (not the pointers x, out, weights and ids) and returns a status. */
+MOE_API moe_status moe_workspace_size(const moe_experts *ex, const moe_call *call, size_t *bytes);
+
+/* out = routed_scaling_factor * sum_j w[m,j] * expert_{ids[m,j]}(x[m]) (+ shared expert).
+ * expert(x) = act(x W13^T + b13) W2^T + b2. Statuses: MOE_ERR_NULL, _SHAPE, _EXPERT_ID, _WORKSPACE,
+ * _UNSUPPORTED, _DESCRIPTOR, _OVERFLOW, _ARG; nothing is written unless MOE_OK. */
+MOE_API moe_status moe_fused_experts(const moe_experts *ex, const moe_call *call, void *workspace,
+                                     size_t workspace_size, const moe_parallel *par);
+
+/* The shared expert alone: out = gate(x) * act(x W13^T) W2^T + routed_scaling_factor * routed,
+ * where routed [M, K] (type dtype, stride ldo; may equal out; NULL means 0) came from elsewhere.
+ * call->shared, topk, topk_weights and topk_ids are ignored. Same statuses as above. */
+MOE_API moe_status moe_shared_expert(const moe_experts *shared, const moe_call *call, const void *routed,
+                                     void *workspace, size_t workspace_size, const moe_parallel *par);
+
+/* Workspace for moe_shared_expert. */
+MOE_API moe_status moe_shared_expert_workspace_size(const moe_experts *shared, const moe_call *call,
+                                                    size_t *bytes);
+
+/* Convenience for engines that hand over logits: routes with *router and runs the experts (and the
+ * shared expert in call->shared). call->topk_weights/topk_ids are ignored (routed into the
+ * workspace); call->topk must equal router->topk. */
+MOE_API moe_status moe_forward_workspace_size(const moe_experts *ex, const moe_router *router,
+                                              const moe_call *call, size_t *bytes);
+MOE_API moe_status moe_forward(const moe_experts *ex, const moe_router *router, const void *logits,
+                               moe_dtype logit_type, const moe_call *call, void *workspace,
+                               size_t workspace_size, const moe_parallel *par);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOE_H */
+
+#ifdef MOE_IMPLEMENTATION
+#ifndef MOE_IMPLEMENTATION_DONE
+#define MOE_IMPLEMENTATION_DONE
+
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* ---- the resolved call ---------------------------------------------------------------------------
+ * Routed slot s = m * topk + j of a chunk; with a shared expert, slot mc * topk + m is token m's
+ * shared slot and its blocks carry the expert id E ("expert E" is the shared expert). */
+typedef struct moe__layer {
+  const moe_experts *ex, *sh;
+  const moe_gemm_config *kern;
+  const moe_call *call;
+  const void *routed_in;       /* moe_shared_expert: routed output to add, or NULL              */
+  moe_precision p;
+  int a8;                      /* activations quantized to u8                                    */
+  int32_t topk, T;             /* routed slots per token; slots per token incl. the shared one   */
+  int64_t K, N_max, ldx, ldo, chunk;
+  float alpha, limit, rsf;
+  /* the current chunk */
+  int64_t m0, mc, n_blocks;
+  int32_t *sorted, *block_expert, *block_rows, *scratch, *pos;
+  float *xf, *x_scale, *gate;  /* x as f32 [mc][K]; A8 row scales; shared gate per token         */
+  void *xa;                    /* x prepared for GEMM1: bf16 or u8 [mc][K] (NULL: use x itself)  */
+  float *h, *h_scale;          /* [cap][N_max] f32 activation outputs; A8 row scales             */
+  void *ha;                    /* h prepared for GEMM2: bf16 or u8 [cap][N_max]                  */
+  float *y;                    /* [cap][K] f32 expert outputs at sorted positions                */
+} moe__layer;
+
+typedef struct moe__ws_plan {
+  size_t sorted, blocks, scratch, pos, xf, x_scale, gate, xa, h, h_scale, ha, y, total;
+  int64_t cap;
+} moe__ws_plan;
+
+static inline size_t moe__elt(moe_dtype t) { return t == MOE_F32 ? 4 : 2; }
+
+/* Workspace pieces for a chunk of mc tokens, each rounded to 64 bytes; 0 total on overflow. */
+static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
+  moe__ws_plan w;
+  size_t sz[12], t = 0;
+  int64_t cap = (int64_t)moe_sort_capacity(mc, L->topk > 0 ? L->topk : 1, (int32_t)L->ex->E, MOE_BLOCK_M);
+  size_t a_elt = L->a8 ? 1 : 2;
+  memset(&w, 0, sizeof w);
+  if (L->sh) cap += moe__cdiv(mc, MOE_BLOCK_M) * MOE_BLOCK_M;
+  w.cap = cap;
+  sz[0] = (size_t)cap * 4;
+  sz[1] = (size_t)(cap / MOE_BLOCK_M) * 8;
+  sz[2] = ((size_t)L->ex->E + 1) * 4;
+  sz[3] = (size_t)mc * (size_t)L->T * 4;
+  sz[4] = (size_t)mc * (size_t)L->K * 4;
+  sz[5] = (size_t)mc * 4;
+  sz[6] = (size_t)mc * 4;
+  sz[7] = (size_t)mc * (size_t)L->K * a_elt;
+  sz[8] = (size_t)cap * (size_t)L->N_max * 4;
+  sz[9] = (size_t)cap * 4;
+  sz[10] = (size_t)cap * (size_t)L->N_max * a_elt;
+  sz[11] = (size_t)cap * (size_t)L->K * 4;
+  for (int i = 0; i < 12; i++) {
+    sz[i] = moe__round_up(sz[i], 64);
+    if (!moe__add_ok(t, sz[i], &t)) return w;
+  }
+  w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.pos = sz[3], w.xf = sz[4], w.x_scale = sz[5];
+  w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.y = sz[11];
+  if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
+  return w;
+}
+
+/* Cuts the workspace into the plan's pieces. */
+static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
+  uint8_t *b = (uint8_t *)ws + ((64 - ((uintptr_t)ws & 63)) & 63);
+  L->sorted = (int32_t *)b, b += w->sorted;
+  L->block_expert = (int32_t *)b, L->block_rows = L->block_expert + w->cap / MOE_BLOCK_M, b += w->blocks;
+  L->scratch = (int32_t *)b, b += w->scratch;
+  L->pos = (int32_t *)b, b += w->pos;
+  L->xf = (float *)b, b += w->xf;
+  L->x_scale = (float *)b, b += w->x_scale;
+  L->gate = (float *)b, b += w->gate;
+  L->xa = b, b += w->xa;
+  L->h = (float *)b, b += w->h;
+  L->h_scale = (float *)b, b += w->h_scale;
+  L->ha = b, b += w->ha;
+  L->y = (float *)b;
+}
+
+/* ---- validation ----------------------------------------------------------------------------------- */
+static inline moe_status moe__check_experts(const moe_experts *ex) {
+  if (!ex) return MOE_ERR_NULL;
+  if (ex->magic != MOE__MAGIC) return MOE_ERR_DESCRIPTOR;
+  if ((int)ex->precision < 0 || ex->precision >= MOE_PREC_COUNT) return MOE_ERR_DESCRIPTOR;
+  if (!moe_precision_compiled(ex->precision)) return MOE_ERR_UNSUPPORTED;
+  return MOE_OK;
+}
+
+/* Resolves and validates everything but the data pointers, ids and workspace. topk < 0 means
+ * "shared expert only" (moe_shared_expert). */
+static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, const moe_experts *sh,
+                                      const moe_call *c, int shared_only) {
+  moe_status st;
+  memset(L, 0, sizeof *L);
+  if (!ex || !c) return MOE_ERR_NULL;
+  if ((st = moe__check_experts(ex)) != MOE_OK) return st;
+  if (sh && (st = moe__check_experts(sh)) != MOE_OK) return st;
+  if ((int)c->dtype < 0 || c->dtype > MOE_F32 || (int)c->act < 0 || c->act > MOE_ACT_SWIGLU_OAI)
+    return MOE_ERR_ARG;
+  if (sh && (sh->E != 1 || sh->K != ex->K)) return MOE_ERR_SHAPE;
+  if (sh && sh->precision != ex->precision) return MOE_ERR_UNSUPPORTED;
+  if (c->M < 0 || c->chunk_tokens < 0 || (c->ldx && c->ldx < ex->K) || (c->ldo && c->ldo < ex->K)) return MOE_ERR_SHAPE;
+  if (!shared_only) {
+    int64_t n_global = c->expert_map ? c->n_global : ex->E;
+    if (c->expert_map && n_global < 1) return MOE_ERR_SHAPE;
+    if (c->topk < 1 || c->topk > n_global) return MOE_ERR_SHAPE;
+  }
+  if (!(c->routed_scaling_factor == c->routed_scaling_factor)) return MOE_ERR_ARG;
+  L->kern = moe_gemm_select(ex->precision);
+  if (!L->kern) return MOE_ERR_UNSUPPORTED;
+  L->ex = ex;
+  L->sh = sh;
+  L->call = c;
+  L->p = ex->precision;
+  L->a8 = moe__is_a8(ex->precision);
+  L->topk = shared_only ? 0 : c->topk;
+  L->T = L->topk + (sh ? 1 : 0);
+  L->K = ex->K;
+  L->N_max = sh && sh->N > ex->N ? sh->N : ex->N;
+  L->ldx = c->ldx ? c->ldx : ex->K;
+  L->ldo = c->ldo ? c->ldo : ex->K;
+  L->chunk = c->chunk_tokens ? c->chunk_tokens : MOE_DEFAULT_CHUNK;
+  L->alpha = c->alpha != 0.0f ? c->alpha : 1.702f;
+  L->limit = c->limit != 0.0f ? c->limit : 7.0f;
+  L->rsf = c->routed_scaling_factor != 0.0f ? c->routed_scaling_factor : 1.0f;
+  return MOE_OK;
+}
+
+/* Every id of the whole call, before anything is written (a later chunk must not fail). */
+static inline moe_status moe__check_ids(const moe__layer *L) {
+  const moe_call *c = L->call;
+  int64_t n_global = c->expert_map ? c->n_global : L->ex->E;
+  if (c->expert_map)
+    for (int64_t g = 0; g < n_global; g++)
+      if (c->expert_map[g] < -1 || c->expert_map[g] >= L->ex->E) return MOE_ERR_EXPERT_ID;
+  for (int64_t i = 0; i < c->M * (int64_t)L->topk; i++)
+    if (c->topk_ids[i] < -1 || c->topk_ids[i] >= n_global) return MOE_ERR_EXPERT_ID;
+  return MOE_OK;
+}
+
+static inline moe_status moe__check_data(const moe__layer *L, void *ws, size_t ws_size) {
+  const moe_call *c = L->call;
+  moe__ws_plan w;
+  if (!c->x || !c->out) return MOE_ERR_NULL;
+  if (L->topk > 0 && (!c->topk_weights || !c->topk_ids)) return MOE_ERR_NULL;
+  w = moe__plan_ws(L, c->M < L->chunk ? c->M : L->chunk);
+  if (!w.total) return MOE_ERR_OVERFLOW;
+  if (!ws || ws_size < w.total) return MOE_ERR_WORKSPACE;
+  return L->topk > 0 ? moe__check_ids(L) : MOE_OK;
+}
+
+/* ---- threading ------------------------------------------------------------------------------------ */
+static inline void moe__parallel(const moe_parallel *par, void (*fn)(void *, int64_t), void *arg, int64_t n) {
+  if (n <= 0) return;
+  if (par && par->parallel_for) {
+    par->parallel_for(par->pool, fn, arg, n);
+    return;
+  }
+#ifdef _OPENMP
+  {
+    int nt = par && par->n_threads > 0 ? par->n_threads : omp_get_max_threads();
+    int64_t i;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (i = 0; i < n; i++) fn(arg, i);
+  }
+#else
+  for (int64_t i = 0; i < n; i++) fn(arg, i);
+#endif
+}
+
+/* ---- phases of one chunk ------------------------------------------------------------------------ */
+static inline const uint8_t *moe__x_row(const moe__layer *L, int64_t m) {
+  return (const uint8_t *)L->call->x + (size_t)((L->m0 + m) * L->ldx) * moe__elt(L->call->dtype);
+}
+
+/* Token m: x to f32, the shared gate, and the GEMM1 operand (bf16 copy or u8 quantization). */
+static inline void moe__prepare_token(void *arg, int64_t m) {
+  moe__layer *L = (moe__layer *)arg;
+  const moe_call *c = L->call;
+  float *xf = L->xf + m * L->K;
+  moe_convert_to_f32(c->dtype, moe__x_row(L, m), xf, (size_t)L->K);
+  if (L->sh && c->shared_gate) {
+    float s = 0.0f;
+    for (int64_t k = 0; k < L->K; k++) s += xf[k] * c->shared_gate[k];
+    L->gate[m] = moe__logistic(s);
+  } else {
+    L->gate[m] = 1.0f;
+  }
+  if (L->a8)
+    L->x_scale[m] = moe_quantize_row_u8(xf, L->K, (uint8_t *)L->xa + m * L->K);
+  else if (c->dtype != MOE_BF16)
+    moe_convert_from_f32(MOE_BF16, xf, (uint16_t *)L->xa + m * L->K, (size_t)L->K);
+}
+
+/* The GEMM1 operand row of token m. */
+static inline const void *moe__a_row(const moe__layer *L, int64_t m) {
+  if (L->a8) return (const uint8_t *)L->xa + m * L->K;
+  if (L->call->dtype == MOE_BF16) return moe__x_row(L, m);
+  return (const uint16_t *)L->xa + m * L->K;
+}
+
+static inline int64_t moe__slot_token(const moe__layer *L, int64_t s) {
+  return s < L->mc * L->topk ? s / L->topk : s - L->mc * L->topk;
+}
+static inline float moe__slot_weight(const moe__layer *L, int64_t s) {
+  if (s < L->mc * L->topk) return L->call->topk_weights[L->m0 * L->topk + s];
+  return L->gate[s - L->mc * L->topk];
+}
+
+/* Sorts the chunk's slots into blocks (routed experts, then the shared expert E) and records the
+ * sorted position of every slot for the combine (-1: skipped). */
+static inline moe_status moe__sort_chunk(moe__layer *L) {
+  const moe_call *c = L->call;
+  int64_t nb = 0, base;
+  int32_t E = (int32_t)L->ex->E;
+  for (int64_t i = 0; i < L->mc * L->T; i++) L->pos[i] = -1;
+  if (L->topk > 0) {
+    moe_status st = moe_sort_slots(c->topk_ids + L->m0 * L->topk, L->mc, L->topk, E, c->expert_map,
+                                   c->expert_map ? c->n_global : E, MOE_BLOCK_M, L->scratch, L->sorted,
+                                   L->block_expert, L->block_rows, &nb);
+    if (st != MOE_OK) return st;
+  }
+  base = nb * MOE_BLOCK_M;
+  if (L->sh)
+    for (int64_t m = 0; m < L->mc; m++) {
+      if (m % MOE_BLOCK_M == 0) {
+        L->block_expert[nb] = E;
+        L->block_rows[nb] = (int32_t)(L->mc - m < MOE_BLOCK_M ? L->mc - m : MOE_BLOCK_M);
+        nb++;
+      }
+      L->sorted[base + m] = (int32_t)(L->mc * L->topk + m);
+    }
+  L->n_blocks = nb;
+  for (int64_t b = 0; b < nb; b++)
+    for (int32_t r = 0; r < L->block_rows[b]; r++) {
+      int64_t s = L->sorted[b * MOE_BLOCK_M + r];
+      int64_t m = moe__slot_token(L, s), j = s < L->mc * L->topk ? s % L->topk : L->topk;
+      L->pos[m * L->T + j] = (int32_t)(b * MOE_BLOCK_M + r);
+    }
+  return MOE_OK;
+}
+
+/* The experts struct and local index of block b. */
+static inline const moe_experts *moe__block_experts(const moe__layer *L, int64_t b, int64_t *e) {
+  int32_t id = L->block_expert[b];
+  *e = id == L->ex->E ? 0 : id;
+  return id == L->ex->E ? L->sh : L->ex;
+}
+
+static inline int64_t moe__h_panels(const moe__layer *L) { return moe__cdiv(L->N_max, MOE_NR); }
+
+/* GEMM1 task (block b, h panel p): h rows of the block, columns 32p..32p+31. */
+static inline void moe__gemm1_task(void *arg, int64_t t) {
+  const moe__layer *L = (const moe__layer *)arg;
+  int64_t b = t / moe__h_panels(L), p = t % moe__h_panels(L), e;
+  const moe_experts *X = moe__block_experts(L, b, &e);
+  const void *a[MOE_BLOCK_M];
+  float a_scale[MOE_BLOCK_M];
+  moe_gemm_args g;
+  int64_t row0 = b * MOE_BLOCK_M;
+  if (p * MOE_NR >= X->N) return;
+  memset(&g, 0, sizeof g);
+  g.mr = L->block_rows[b];
+  g.nr = (int32_t)(X->N - p * MOE_NR < MOE_NR ? X->N - p * MOE_NR : MOE_NR);
+  for (int32_t r = 0; r < g.mr; r++) {
+    int64_t m = moe__slot_token(L, L->sorted[row0 + r]);
+    a[r] = moe__a_row(L, m);
+    a_scale[r] = L->a8 ? L->x_scale[m] : 1.0f;
+  }
+  g.a = a;
+  g.a_scale = a_scale;
+  g.w = X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes;
+  g.panel_bytes = X->panel13_bytes;
+  g.kred = X->K;
+  g.kpad = X->k13_pad;
+  g.kgroup = moe__kgroup(X->precision, X->block_k, X->group);
+  g.bias = X->b13 ? X->b13 + e * 2 * X->N + p * MOE_NR : NULL;
+  g.bias_up = X->b13 ? X->b13 + e * 2 * X->N + X->N + p * MOE_NR : NULL;
+  g.act = L->call->act;
+  g.alpha = L->alpha;
+  g.limit = L->limit;
+  g.c = L->h + row0 * L->N_max + p * MOE_NR;
+  g.ldc = L->N_max;
+  L->kern->gemm1(&g);
+}
+
+/* Block b's h rows to the GEMM2 operand (bf16 or u8 with a row scale). */
+static inline void moe__prepare_h(void *arg, int64_t b) {
+  const moe__layer *L = (const moe__layer *)arg;
+  int64_t e;
+  const moe_experts *X = moe__block_experts(L, b, &e);
+  for (int32_t r = 0; r < L->block_rows[b]; r++) {
+    int64_t row = b * MOE_BLOCK_M + r;
+    const float *h = L->h + row * L->N_max;
+    if (L->a8)
+      L->h_scale[row] = moe_quantize_row_u8(h, X->N, (uint8_t *)L->ha + row * L->N_max);
+    else
+      moe_convert_from_f32(MOE_BF16, h, (uint16_t *)L->ha + row * L->N_max, (size_t)X->N);
+  }
+}
+
+/* GEMM2 task (block b, output panel p): y rows of the block, columns 32p..32p+31. */
+static inline void moe__gemm2_task(void *arg, int64_t t) {
+  const moe__layer *L = (const moe__layer *)arg;
+  int64_t np = moe__cdiv(L->K, MOE_NR), b = t / np, p = t % np, e;
+  const moe_experts *X = moe__block_experts(L, b, &e);
+  const void *a[MOE_BLOCK_M];
+  float row_weight[MOE_BLOCK_M];
+  moe_gemm_args g;
+  int64_t row0 = b * MOE_BLOCK_M;
+  memset(&g, 0, sizeof g);
+  g.mr = L->block_rows[b];
+  g.nr = (int32_t)(L->K - p * MOE_NR < MOE_NR ? L->K - p * MOE_NR : MOE_NR);
+  for (int32_t r = 0; r < g.mr; r++) {
+    a[r] = L->a8 ? (const void *)((const uint8_t *)L->ha + (row0 + r) * L->N_max)
+                 : (const void *)((const uint16_t *)L->ha + (row0 + r) * L->N_max);
+    row_weight[r] = moe__slot_weight(L, L->sorted[row0 + r]);
+  }
+  g.a = a;
+  g.a_scale = L->h_scale + row0;
+  g.w = X->w2 + (size_t)(e * X->panels2 + p) * X->panel2_bytes;
+  g.panel_bytes = X->panel2_bytes;
+  g.kred = X->N;
+  g.kpad = X->k2_pad;
+  g.kgroup = moe__kgroup(X->precision, X->block_k, X->group);
+  g.bias = X->b2 ? X->b2 + e * X->K + p * MOE_NR : NULL;
+  g.row_weight = row_weight;
+  g.c = L->y + row0 * L->K + p * MOE_NR;
+  g.ldc = L->K;
+  L->kern->gemm2(&g);
+}
+
+/* Token m: out = rsf * (sum_j y_j + routed_in) + y_shared, summed in f32 in the order j = 0..topk-1
+ * and rounded once. */
+static inline void moe__combine_token(void *arg, int64_t m) {
+  const moe__layer *L = (const moe__layer *)arg;
+  const moe_call *c = L->call;
+  float *acc = L->xf + m * L->K; /* x as f32 is no longer needed */
+  const int32_t *pos = L->pos + m * L->T;
+  size_t esz = moe__elt(c->dtype);
+  for (int64_t k = 0; k < L->K; k++) acc[k] = 0.0f;
+  for (int32_t j = 0; j < L->topk; j++) {
+    const float *y = L->y + (int64_t)pos[j] * L->K;
+    if (pos[j] < 0) continue;
+    for (int64_t k = 0; k < L->K; k++) acc[k] += y[k];
+  }
+  if (L->routed_in) {
+    const uint8_t *src = (const uint8_t *)L->routed_in + (size_t)((L->m0 + m) * L->ldo) * esz;
+    for (int64_t k = 0; k < L->K; k++) {
+      float v;
+      if (c->dtype == MOE_F32) memcpy(&v, src + 4 * k, 4);
+      else {
+        uint16_t u;
+        memcpy(&u, src + 2 * k, 2);
+        v = c->dtype == MOE_BF16 ? moe_bf16_to_f32(u) : moe_f16_to_f32(u);
+      }
+      acc[k] += v;
+    }
+  }
+  for (int64_t k = 0; k < L->K; k++) acc[k] *= L->rsf;
+  if (L->sh) {
+    const float *y = L->y + (int64_t)pos[L->topk] * L->K;
+    for (int64_t k = 0; k < L->K; k++) acc[k] += y[k];
+  }
+  moe_convert_from_f32(c->dtype, acc, (uint8_t *)c->out + (size_t)((L->m0 + m) * L->ldo) * esz, (size_t)L->K);
+}
+
+static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
+  moe__parallel(par, moe__prepare_token, L, L->mc);
+  moe__sort_chunk(L); /* ids were validated for the whole call */
+  moe__parallel(par, moe__gemm1_task, L, L->n_blocks * moe__h_panels(L));
+  moe__parallel(par, moe__prepare_h, L, L->n_blocks);
+  moe__parallel(par, moe__gemm2_task, L, L->n_blocks * moe__cdiv(L->K, MOE_NR));
+  moe__parallel(par, moe__combine_token, L, L->mc);
+}
+
+static inline moe_status moe__run(moe__layer *L, void *ws, size_t ws_size, const moe_parallel *par) {
+  moe_status st;
+  moe__ws_plan w;
+  if (L->call->M == 0) return MOE_OK;
+  if ((st = moe__check_data(L, ws, ws_size)) != MOE_OK) return st;
+  w = moe__plan_ws(L, L->call->M < L->chunk ? L->call->M : L->chunk);
+  moe__carve(L, &w, ws);
+  for (L->m0 = 0; L->m0 < L->call->M; L->m0 += L->mc) {
+    L->mc = L->call->M - L->m0 < L->chunk ? L->call->M - L->m0 : L->chunk;
+    moe__run_chunk(L, par);
+  }
+  return MOE_OK;
+}
+
+/* ---- public calls ---------------------------------------------------------------------------------- */
+MOE_API moe_status moe_workspace_size(const moe_experts *ex, const moe_call *call, size_t *bytes) {
+  moe__layer L;
+  moe__ws_plan w;
+  moe_status st;
+  if (!bytes) return MOE_ERR_NULL;
+  st = moe__resolve(&L, ex, call ? call->shared : NULL, call, 0);
+  if (st != MOE_OK) return st;
+  w = moe__plan_ws(&L, call->M < L.chunk ? (call->M > 0 ? call->M : 1) : L.chunk);
+  if (!w.total) return MOE_ERR_OVERFLOW;
+  *bytes = w.total;
+  return MOE_OK;
+}
+
+MOE_API moe_status moe_fused_experts(const moe_experts *ex, const moe_call *call, void *workspace,
+                                     size_t workspace_size, const moe_parallel *par) {
+  moe__layer L;
+  moe_status st = moe__resolve(&L, ex, call ? call->shared : NULL, call, 0);
+  if (st != MOE_OK) return st;
+  return moe__run(&L, workspace, workspace_size, par);
+}
+
+MOE_API moe_status moe_shared_expert(const moe_experts *shared, const moe_call *call, const void *routed,
+                                     void *workspace, size_t workspace_size, const moe_parallel *par) {
+  moe__layer L;
+  moe_status st = moe__resolve(&L, shared, shared, call, 1);
+  if (st != MOE_OK) return st;
+  L.routed_in = routed;
+  return moe__run(&L, workspace, workspace_size, par);
+}
+
+MOE_API moe_status moe_shared_expert_workspace_size(const moe_experts *shared, const moe_call *call,
+                                                    size_t *bytes) {
+  moe__layer L;
+  moe__ws_plan w;
+  moe_status st;
+  if (!bytes) return MOE_ERR_NULL;
+  if ((st = moe__resolve(&L, shared, shared, call, 1)) != MOE_OK) return st;
+  w = moe__plan_ws(&L, call->M < L.chunk ? (call->M > 0 ? call->M : 1) : L.chunk);
+  if (!w.total) return MOE_ERR_OVERFLOW;
+  *bytes = w.total;
+  return MOE_OK;
+}
+
+/* moe_forward's workspace: per chunk, the routing result, then the fused call's workspace. */
+static inline moe_status moe__forward_plan(const moe_experts *ex, const moe_router *router, const moe_call *call,
+                                           moe_call *sub, size_t *route_bytes, size_t *fused_bytes) {
+  int64_t chunk;
+  if (!ex || !router || !call) return MOE_ERR_NULL;
+  if (router->topk != call->topk) return MOE_ERR_SHAPE;
+  if (router->E != (call->expert_map ? call->n_global : ex->E)) return MOE_ERR_SHAPE;
+  chunk = call->chunk_tokens > 0 ? call->chunk_tokens : MOE_DEFAULT_CHUNK;
+  *sub = *call;
+  sub->M = call->M < chunk ? call->M : chunk;
+  if (call->topk < 1 || (size_t)call->topk > SIZE_MAX / 8 / (size_t)(sub->M > 0 ? sub->M : 1)) return MOE_ERR_SHAPE;
+  *route_bytes = moe__round_up((size_t)(sub->M > 0 ? sub->M : 1) * (size_t)call->topk * 4, 64);
+  return moe_workspace_size(ex, sub, fused_bytes);
+}
+
+MOE_API moe_status moe_forward_workspace_size(const moe_experts *ex, const moe_router *router,
+                                              const moe_call *call, size_t *bytes) {
+  moe_call sub;
+  size_t rb, fb;
+  moe_status st;
+  if (!bytes) return MOE_ERR_NULL;
+  if ((st = moe__forward_plan(ex, router, call, &sub, &rb, &fb)) != MOE_OK) return st;
+  if (!moe__add_ok(2 * rb, fb, bytes) || !moe__add_ok(*bytes, 64, bytes)) return MOE_ERR_OVERFLOW;
+  return MOE_OK;
+}
+
+MOE_API moe_status moe_forward(const moe_experts *ex, const moe_router *router, const void *logits,
+                               moe_dtype logit_type, const moe_call *call, void *workspace,
+                               size_t workspace_size, const moe_parallel *par) {
+  moe_call sub;
+  size_t rb, fb, need;
+  moe_status st;
+  uint8_t *ws;
+  int64_t chunk;
+  if ((st = moe_forward_workspace_size(ex, router, call, &need)) != MOE_OK) return st;
+  moe__forward_plan(ex, router, call, &sub, &rb, &fb);
+  if (call->M == 0) return MOE_OK;
+  if (!logits || !call->x || !call->out) return MOE_ERR_NULL;
+  if ((int)logit_type < 0 || logit_type > MOE_F32) return MOE_ERR_ARG;
+  if (!workspace || workspace_size < need) return MOE_ERR_WORKSPACE;
+  ws = (uint8_t *)workspace + ((64 - ((uintptr_t)workspace & 63)) & 63);
+  sub.topk_weights = (const float *)ws;
+  sub.topk_ids = (const int32_t *)(ws + rb);
+  chunk = sub.M;
+  for (int64_t m0 = 0; m0 < call->M; m0 += chunk) {
+    int64_t mc = call->M - m0 < chunk ? call->M - m0 : chunk;
+    const uint8_t *lg = (const uint8_t *)logits + (size_t)(m0 * router->E) * moe__elt(logit_type);
+    st = moe_route(router, lg, logit_type, mc, (float *)ws, (int32_t *)(ws + rb));
+    if (st != MOE_OK) return st; /* only the first chunk can fail: nothing was written yet */
+    sub.M = mc;
+    sub.x = (const uint8_t *)call->x + (size_t)(m0 * (call->ldx ? call->ldx : ex->K)) * moe__elt(call->dtype);
+    sub.out = (uint8_t *)call->out + (size_t)(m0 * (call->ldo ? call->ldo : ex->K)) * moe__elt(call->dtype);
+    st = moe_fused_experts(ex, &sub, ws + 2 * rb, workspace_size - (size_t)(ws - (uint8_t *)workspace) - 2 * rb, par);
+    if (st != MOE_OK) return st;
+  }
+  return MOE_OK;
+}
+
+#endif /* MOE_IMPLEMENTATION_DONE */
+#endif /* MOE_IMPLEMENTATION */
+

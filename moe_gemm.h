@@ -1,0 +1,736 @@
+/* moe_gemm.h — packed weight layouts, the packer, GEMM microkernels per precision and ISA (each with
+ * a scalar twin), their epilogues, the dispatch table and CPU feature detection.
+ *
+ * Part of moe.h; see moe.h's top comment for the configuration macros and the whole contract.
+ *
+ * PACKED LAYOUT
+ * Every weight matrix (W13 [2N, K] and W2 [K, N] of each expert) is cut into panels of 32 output
+ * channels ("columns" below; they are rows of the plain matrix). A panel holds the reduction
+ * dimension ("k": K for W13, N for W2) padded to a multiple of KR and interleaved by KR, so that one
+ * 32-bit lane holds one column's KR consecutive k (VNNI), and 16 columns fill one 64-byte line (one
+ * row of an AMX B tile):
+ *
+ *   panel = [ header ][ codes: (kpad/KR) groups x 32 columns x KR codes ][ meta ]   (64-byte aligned)
+ *
+ *   codes, for k-group g:  | col 0: k=gKR .. gKR+KR-1 | col 1: ... | ... | col 31: ... |
+ *
+ *   precision     KR  bytes per (g, col)  header                          meta per panel
+ *   BF16, FP16     2  4 (2 x bf16)        -                               -
+ *   INT8           4  4 (4 x int8)        int32 comp[32], f32 scale[32]   -
+ *   FP8            2  2 (2 x e4m3)        -                               f32 scale[ceil(k/bk)][32]
+ *   INT4 (both)    8  4 (8 nibbles, low   -                               f32 scale[ngroup][32],
+ *                       nibble = lower k)                                 u8 zero[ngroup][32]
+ *   MXFP4          8  4 (8 e2m1 nibbles)  -                               u8 e8m0[ceil(k/32)][32]
+ *
+ * comp[n] = 128 * sum_k q[n][k] turns VNNI's u8 x s8 product of the shifted activations (q + 128)
+ * back into the signed one. Padded k decode to exactly 0 (int4 pads with the group's zero point), so
+ * a kernel may run its k loop to kpad as long as the activations it reads there are finite.
+ * Padded columns (n >= the matrix's rows) hold zeros and are never written out.
+ *
+ * Per expert, W13 holds 2 * ceil(N/32) panels in the order gate 0, up 0, gate 1, up 1, ...: the
+ * h columns 32p..32p+31 need the gate panel p and the up panel p, adjacent in memory.
+ * W2 holds ceil(K/32) panels. Experts follow each other; biases are kept as f32 copies.
+ *
+ * MICROKERNEL CONTRACT (moe_gemm_args)
+ *   gemm1: c[m][n] = act(gate[m][n] + b13g[n], up[m][n] + b13u[n])          for m < mr, n < nr
+ *   gemm2: c[m][n] = (acc[m][n] + b2[n]) * row_weight[m]                   for m < mr, n < nr
+ * acc is the dequantized dot product over k < kred; rows come through mr row pointers a[m] (bf16 for
+ * A16 precisions, u8 = q + 128 with a_scale[m] for A8 precisions), each readable for kred elements
+ * (kernels must not read past kred). c is f32 with row stride ldc; exactly mr x nr elements are
+ * written (overwritten, never accumulated, so c may hold NaN before). Any mr in 1..MOE_BLOCK_M,
+ * any nr in 1..32.
+ */
+#ifndef MOE_GEMM_H
+#define MOE_GEMM_H
+
+#include "moe_quant.h"
+
+#define MOE_NR 32      /* output columns per panel                                             */
+#define MOE_BLOCK_M 32 /* max rows per microkernel call (= sort block)                          */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum moe_activation {
+  MOE_ACT_SILU = 0,      /* silu(gate) * up (default)                                          */
+  MOE_ACT_GELU_TANH = 1, /* gelu_tanh(gate) * up                                                 */
+  MOE_ACT_SWIGLU_OAI = 2 /* gpt-oss: g = min(g, limit), u = clamp(u, -limit, limit),
+                            g * sigmoid(alpha * g) * (u + 1)                                     */
+} moe_activation;
+
+/* The packed, read-only experts that moe_pack() builds inside a caller buffer: share it between
+ * threads and calls. Treat the fields as opaque; the layout is drawn above. */
+typedef struct moe_experts {
+  moe_precision precision;
+  int64_t E, N, K;
+  int32_t block_n, block_k, group; /* resolved (never 0)                                        */
+  int32_t kr;                      /* K interleave of the packed panels                        */
+  int64_t k13_pad, k2_pad;         /* reduction lengths padded to kr: K for W13, N for W2      */
+  int64_t panels13, panels2;       /* panels per expert: W13 2 * ceil(N/32), W2 ceil(K/32)      */
+  size_t panel13_bytes, panel2_bytes;
+  const uint8_t *w13, *w2;         /* E * panels * panel_bytes                                  */
+  const float *b13, *b2;           /* f32 copies of the biases, or NULL                         */
+  uint32_t magic;                  /* set by moe_pack; checked by the compute calls            */
+} moe_experts;
+
+/* Bytes of packed storage moe_pack() needs (alignment slack included), or 0 when the descriptor is
+ * invalid (moe_pack() then says why). */
+MOE_API size_t moe_pack_size(const moe_weights *plain);
+/* Packs plain weights into buf (any alignment; size >= moe_pack_size()) and fills *packed.
+ * Validates everything before writing: MOE_ERR_NULL, _SHAPE, _DESCRIPTOR, _UNSUPPORTED, _OVERFLOW,
+ * _BUFFER, _ARG. FP16 weights become bf16 here (round to nearest even). */
+MOE_API moe_status moe_pack(const moe_weights *plain, moe_experts *packed, void *buf, size_t size);
+
+/* ---- microkernels ---------------------------------------------------------------------------- */
+typedef struct moe_gemm_args {
+  int32_t mr, nr;           /* rows 1..MOE_BLOCK_M, valid columns 1..32                        */
+  const void *const *a;     /* mr row pointers: bf16 or u8 (q + 128)                            */
+  const float *a_scale;     /* A8: mr row scales                                                */
+  const uint8_t *w;         /* the panel (gemm1: the gate panel; the up panel follows it)       */
+  size_t panel_bytes;
+  int64_t kred, kpad;       /* reduction length and its padded length                           */
+  int32_t kgroup;           /* k per scale group (fp8 block_k, int4 group, 32 for mxfp4)        */
+  const float *bias;        /* gemm1: gate bias [nr] (up bias at bias_up); gemm2: [nr]; or NULL */
+  const float *bias_up;
+  const float *row_weight;  /* gemm2: [mr] top-k weight per row                                 */
+  moe_activation act;
+  float alpha, limit;       /* resolved SWIGLU_OAI parameters                                   */
+  float *c;                 /* mr x nr outputs, f32                                             */
+  int64_t ldc;
+} moe_gemm_args;
+typedef void (*moe_gemm_ukernel)(const moe_gemm_args *args);
+
+/* ---- ISA tiers and dispatch ---------------------------------------------------------------- */
+typedef enum moe_isa { MOE_ISA_SCALAR = 0, MOE_ISA_AVX512 = 1, MOE_ISA_AMX = 2, MOE_ISA_COUNT = 3 } moe_isa;
+
+enum {
+  MOE_CPU_AVX512F = 1u << 0,
+  MOE_CPU_AVX512BW = 1u << 1,
+  MOE_CPU_AVX512VL = 1u << 2,
+  MOE_CPU_AVX512DQ = 1u << 3,
+  MOE_CPU_AVX512VNNI = 1u << 4,
+  MOE_CPU_AVX512BF16 = 1u << 5,
+  MOE_CPU_AMX_TILE = 1u << 6,
+  MOE_CPU_AMX_INT8 = 1u << 7,
+  MOE_CPU_AMX_BF16 = 1u << 8
+};
+
+/* CPU features usable by this process (CPUID and the OS's XCR0 state; AMX only after the kernel
+ * granted tile permission). */
+MOE_API uint32_t moe_cpu_features(void);
+/* Caps the tier used by the compute calls (tests and benchmarks run every tier in one binary);
+ * returns the tier that will be used: min(cap, best available). Call it before computing;
+ * the cap is per translation unit of the implementation. */
+MOE_API moe_isa moe_set_isa(moe_isa cap);
+MOE_API moe_isa moe_get_isa(void);
+MOE_API const char *moe_isa_name(moe_isa isa);
+
+/* One entry of the dispatch table: the kernels of one precision on one tier. */
+typedef struct moe_gemm_config {
+  moe_gemm_ukernel gemm1, gemm2;
+  uint32_t cpu_features;   /* features the kernels need                                       */
+  moe_isa isa;
+  const char *name;        /* e.g. "moe_bf16_bf16w_gemm_ukernel_mx32c2__scalar"               */
+} moe_gemm_config;
+
+/* The best kernels for precision p under the current cap; NULL when the precision is compiled out. */
+MOE_API const moe_gemm_config *moe_gemm_select(moe_precision p);
+/* The kernels of precision p on exactly tier isa; NULL if not compiled or not runnable here. */
+MOE_API const moe_gemm_config *moe_gemm_config_for(moe_precision p, moe_isa isa);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef MOE_IMPLEMENTATION
+#ifndef MOE_GEMM_IMPLEMENTATION_DONE
+#define MOE_GEMM_IMPLEMENTATION_DONE
+
+#include <math.h>
+#include <string.h>
+
+#define MOE__MAGIC 0x4D4F4531u /* "MOE1" */
+
+/* ---- precision properties ----------------------------------------------------------------- */
+static inline int moe__is_a8(moe_precision p) { return p == MOE_PREC_INT8 || p == MOE_PREC_INT4_W4A8; }
+static inline int moe__is_4bit(moe_precision p) {
+  return p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16 || p == MOE_PREC_MXFP4;
+}
+static inline int32_t moe__kr(moe_precision p) {
+  if (p == MOE_PREC_INT8) return 4;
+  return moe__is_4bit(p) ? 8 : 2;
+}
+/* bytes of one (k-group, column) cell */
+static inline size_t moe__cell_bytes(moe_precision p) { return p == MOE_PREC_FP8 ? 2 : 4; }
+static inline int64_t moe__cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline size_t moe__round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
+
+/* k per scale group of a matrix with reduction length kred (0: no groups) */
+static inline int32_t moe__kgroup(moe_precision p, int32_t block_k, int32_t group) {
+  switch (p) {
+  case MOE_PREC_FP8: return block_k;
+  case MOE_PREC_INT4_W4A8:
+  case MOE_PREC_INT4_W4A16: return group;
+  case MOE_PREC_MXFP4: return 32;
+  default: return 0;
+  }
+}
+
+/* bytes of one panel: header + codes + meta, rounded to 64; 0 on overflow */
+static inline size_t moe__panel_bytes(moe_precision p, int64_t kred, int32_t kgroup) {
+  int64_t kpad = moe__cdiv(kred, moe__kr(p)) * moe__kr(p);
+  int64_t ng = kgroup ? moe__cdiv(kred, kgroup) : 0;
+  if (kred > ((int64_t)1 << 40)) return 0;
+  size_t bytes = (size_t)(kpad / moe__kr(p)) * MOE_NR * moe__cell_bytes(p);
+  if (p == MOE_PREC_INT8) bytes += MOE_NR * (sizeof(int32_t) + sizeof(float));
+  if (p == MOE_PREC_FP8) bytes += (size_t)ng * MOE_NR * sizeof(float);
+  if (p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16) bytes += (size_t)ng * MOE_NR * (sizeof(float) + 1);
+  if (p == MOE_PREC_MXFP4) bytes += (size_t)ng * MOE_NR;
+  return moe__round_up(bytes, 64);
+}
+
+/* offset of the codes inside a panel */
+static inline size_t moe__codes_offset(moe_precision p) {
+  return p == MOE_PREC_INT8 ? MOE_NR * (sizeof(int32_t) + sizeof(float)) : 0;
+}
+/* offset of the meta (group scales) inside a panel */
+static inline size_t moe__meta_offset(moe_precision p, int64_t kpad) {
+  return moe__codes_offset(p) + (size_t)(kpad / moe__kr(p)) * MOE_NR * moe__cell_bytes(p);
+}
+
+/* ---- validation and sizes --------------------------------------------------------------------- */
+static inline int moe__mul_ok(size_t a, size_t b, size_t *r) {
+  if (a && b > SIZE_MAX / a) return 0;
+  *r = a * b;
+  return 1;
+}
+static inline int moe__add_ok(size_t a, size_t b, size_t *r) {
+  if (b > SIZE_MAX - a) return 0;
+  *r = a + b;
+  return 1;
+}
+
+typedef struct moe__pack_plan {
+  int32_t block_n, block_k, group, kr;
+  int64_t k13_pad, k2_pad, panels13, panels2;
+  size_t panel13_bytes, panel2_bytes;
+  size_t w13_bytes, w2_bytes, b13_bytes, b2_bytes, total;
+} moe__pack_plan;
+
+static inline moe_status moe__plan_pack(const moe_weights *w, moe__pack_plan *pl) {
+  moe_precision p;
+  size_t t;
+  if (!w) return MOE_ERR_NULL;
+  p = w->precision;
+  if ((int)p < 0 || p >= MOE_PREC_COUNT) return MOE_ERR_ARG;
+  if (!moe_precision_compiled(p)) return MOE_ERR_UNSUPPORTED;
+  if (w->E < 1 || w->N < 1 || w->K < 1) return MOE_ERR_SHAPE;
+  if (w->E > INT32_MAX || w->N > ((int64_t)1 << 31) || w->K > ((int64_t)1 << 31)) return MOE_ERR_OVERFLOW;
+  if (!w->w13 || !w->w2) return MOE_ERR_NULL;
+  if (w->block_n < 0 || w->block_k < 0 || w->group < 0) return MOE_ERR_DESCRIPTOR;
+  pl->block_n = w->block_n ? w->block_n : 128;
+  pl->block_k = w->block_k ? w->block_k : 128;
+  pl->group = w->group ? w->group : 128;
+  if (p == MOE_PREC_INT8 && (!w->w13_scale || !w->w2_scale)) return MOE_ERR_DESCRIPTOR;
+  if (p == MOE_PREC_FP8 && (!w->w13_scale || !w->w2_scale)) return MOE_ERR_DESCRIPTOR;
+  if ((p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16) &&
+      (!w->w13_scale || !w->w2_scale || !w->w13_zero || !w->w2_zero || pl->group % 32 != 0))
+    return MOE_ERR_DESCRIPTOR;
+  if (p == MOE_PREC_MXFP4 && (!w->w13_e8m0 || !w->w2_e8m0)) return MOE_ERR_DESCRIPTOR;
+  pl->kr = moe__kr(p);
+  pl->k13_pad = moe__cdiv(w->K, pl->kr) * pl->kr;
+  pl->k2_pad = moe__cdiv(w->N, pl->kr) * pl->kr;
+  pl->panels13 = 2 * moe__cdiv(w->N, MOE_NR);
+  pl->panels2 = moe__cdiv(w->K, MOE_NR);
+  pl->panel13_bytes = moe__panel_bytes(p, w->K, moe__kgroup(p, pl->block_k, pl->group));
+  pl->panel2_bytes = moe__panel_bytes(p, w->N, moe__kgroup(p, pl->block_k, pl->group));
+  if (!pl->panel13_bytes || !pl->panel2_bytes) return MOE_ERR_OVERFLOW;
+  if (!moe__mul_ok((size_t)w->E * (size_t)pl->panels13, pl->panel13_bytes, &pl->w13_bytes) ||
+      !moe__mul_ok((size_t)w->E * (size_t)pl->panels2, pl->panel2_bytes, &pl->w2_bytes))
+    return MOE_ERR_OVERFLOW;
+  pl->b13_bytes = w->b13 ? moe__round_up((size_t)w->E * 2 * (size_t)w->N * sizeof(float), 64) : 0;
+  pl->b2_bytes = w->b2 ? moe__round_up((size_t)w->E * (size_t)w->K * sizeof(float), 64) : 0;
+  if (!moe__add_ok(pl->w13_bytes, pl->w2_bytes, &t) || !moe__add_ok(t, pl->b13_bytes, &t) ||
+      !moe__add_ok(t, pl->b2_bytes, &t) || !moe__add_ok(t, 64, &t))
+    return MOE_ERR_OVERFLOW;
+  pl->total = t;
+  return MOE_OK;
+}
+
+MOE_API size_t moe_pack_size(const moe_weights *plain) {
+  moe__pack_plan pl;
+  return moe__plan_pack(plain, &pl) == MOE_OK ? pl.total : 0;
+}
+
+/* ---- packing one panel --------------------------------------------------------------------------- */
+/* One plain matrix of one expert: rows x cols, cols = the reduction dimension. */
+typedef struct moe__plain_mat {
+  moe_precision p;
+  int64_t rows, cols;
+  const void *codes;        /* this expert's codes                                      */
+  const float *scale;       /* int8 [rows]; fp8 [ceil(rows/bn)][ceil(cols/bk)]; int4 [rows][ng] */
+  const uint8_t *zero, *e8m0;
+  int32_t bn, kgroup;
+} moe__plain_mat;
+
+static inline uint8_t moe__nibble(const uint8_t *row, int64_t k) { return (uint8_t)((row[k >> 1] >> ((k & 1) * 4)) & 15); }
+
+/* Writes the code of (column n, reduction index k) into a panel's code area. */
+static inline void moe__put_code(moe_precision p, uint8_t *codes, int32_t n, int64_t k, uint32_t code) {
+  int32_t kr = moe__kr(p);
+  size_t cell = ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
+  int32_t sub = (int32_t)(k % kr);
+  if (p == MOE_PREC_BF16 || p == MOE_PREC_FP16) {
+    uint16_t v = (uint16_t)code;
+    memcpy(codes + cell + 2 * (size_t)sub, &v, 2);
+  } else if (moe__is_4bit(p)) {
+    codes[cell + (size_t)(sub >> 1)] |= (uint8_t)(code << ((sub & 1) * 4));
+  } else {
+    codes[cell + (size_t)sub] = (uint8_t)code;
+  }
+}
+
+/* Plain code of element (row r, col k), converted to its packed form (FP16 -> bf16 bits). */
+static inline uint32_t moe__plain_code(const moe__plain_mat *m, int64_t r, int64_t k) {
+  if (m->p == MOE_PREC_BF16 || m->p == MOE_PREC_FP16) {
+    uint16_t v;
+    memcpy(&v, (const uint8_t *)m->codes + 2 * (size_t)(r * m->cols + k), 2);
+    return m->p == MOE_PREC_FP16 ? moe_f32_to_bf16(moe_f16_to_f32(v)) : v;
+  }
+  if (moe__is_4bit(m->p)) return moe__nibble((const uint8_t *)m->codes + (size_t)r * (size_t)((m->cols + 1) / 2), k);
+  return ((const uint8_t *)m->codes)[r * m->cols + k];
+}
+
+/* Packs rows [r0, r0 + nv) of m (nv <= 32) into one panel (zeroed first). */
+static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t nv, uint8_t *panel, size_t bytes) {
+  moe_precision p = m->p;
+  int32_t kr = moe__kr(p);
+  int64_t kpad = moe__cdiv(m->cols, kr) * kr;
+  int64_t ng = m->kgroup ? moe__cdiv(m->cols, m->kgroup) : 0;
+  uint8_t *codes = panel + moe__codes_offset(p), *meta = panel + moe__meta_offset(p, kpad);
+  memset(panel, 0, bytes);
+  for (int32_t n = 0; n < nv; n++) {
+    int64_t r = r0 + n;
+    int32_t sum = 0;
+    for (int64_t k = 0; k < kpad; k++) {
+      uint32_t code = 0;
+      if (k < m->cols) code = moe__plain_code(m, r, k);
+      else if (p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16) code = m->zero[r * ng + ng - 1];
+      moe__put_code(p, codes, n, k, code);
+      if (p == MOE_PREC_INT8) sum += (int8_t)code;
+    }
+    if (p == MOE_PREC_INT8) {
+      int32_t comp = 128 * sum;
+      memcpy(panel + 4 * (size_t)n, &comp, 4);
+      memcpy(panel + MOE_NR * 4 + 4 * (size_t)n, &m->scale[r], 4);
+    }
+    for (int64_t g = 0; g < ng; g++) {
+      size_t cell = (size_t)g * MOE_NR + (size_t)n;
+      if (p == MOE_PREC_FP8)
+        memcpy(meta + 4 * cell, &m->scale[(r / m->bn) * ng + g], 4);
+      else if (p == MOE_PREC_MXFP4)
+        meta[cell] = m->e8m0[r * ng + g];
+      else {
+        memcpy(meta + 4 * cell, &m->scale[r * ng + g], 4);
+        meta[(size_t)ng * MOE_NR * 4 + cell] = m->zero[r * ng + g];
+      }
+    }
+  }
+}
+
+/* The plain matrix of expert e: which = 13 (W13, 2N x K) or 2 (W2, K x N). */
+static inline moe__plain_mat moe__plain_of(const moe_weights *w, const moe__pack_plan *pl, int which, int64_t e) {
+  moe__plain_mat m;
+  size_t esz = moe__is_4bit(w->precision) ? 0 : (w->precision == MOE_PREC_BF16 || w->precision == MOE_PREC_FP16 ? 2 : 1);
+  int64_t ng;
+  m.p = w->precision;
+  m.rows = which == 13 ? 2 * w->N : w->K;
+  m.cols = which == 13 ? w->K : w->N;
+  m.bn = pl->block_n;
+  m.kgroup = moe__kgroup(m.p, pl->block_k, pl->group);
+  ng = m.kgroup ? moe__cdiv(m.cols, m.kgroup) : 0;
+  {
+    const uint8_t *base = (const uint8_t *)(which == 13 ? w->w13 : w->w2);
+    size_t row_bytes = esz ? (size_t)m.cols * esz : (size_t)((m.cols + 1) / 2);
+    m.codes = base + (size_t)e * (size_t)m.rows * row_bytes;
+  }
+  {
+    const float *s = which == 13 ? w->w13_scale : w->w2_scale;
+    int64_t per_e = m.p == MOE_PREC_INT8 ? m.rows : m.p == MOE_PREC_FP8 ? moe__cdiv(m.rows, m.bn) * ng : m.rows * ng;
+    m.scale = s ? s + e * per_e : NULL;
+  }
+  m.zero = (which == 13 ? w->w13_zero : w->w2_zero);
+  m.e8m0 = (which == 13 ? w->w13_e8m0 : w->w2_e8m0);
+  if (m.zero) m.zero += e * m.rows * ng;
+  if (m.e8m0) m.e8m0 += e * m.rows * ng;
+  return m;
+}
+
+MOE_API moe_status moe_pack(const moe_weights *plain, moe_experts *packed, void *buf, size_t size) {
+  moe__pack_plan pl;
+  moe_status st;
+  uint8_t *base;
+  if (!plain || !packed || !buf) return MOE_ERR_NULL;
+  st = moe__plan_pack(plain, &pl);
+  if (st != MOE_OK) return st;
+  if (size < pl.total) return MOE_ERR_BUFFER;
+  base = (uint8_t *)buf + ((64 - ((uintptr_t)buf & 63)) & 63);
+  memset(packed, 0, sizeof *packed);
+  packed->precision = plain->precision;
+  packed->E = plain->E, packed->N = plain->N, packed->K = plain->K;
+  packed->block_n = pl.block_n, packed->block_k = pl.block_k, packed->group = pl.group;
+  packed->kr = pl.kr, packed->k13_pad = pl.k13_pad, packed->k2_pad = pl.k2_pad;
+  packed->panels13 = pl.panels13, packed->panels2 = pl.panels2;
+  packed->panel13_bytes = pl.panel13_bytes, packed->panel2_bytes = pl.panel2_bytes;
+  packed->w13 = base;
+  packed->w2 = base + pl.w13_bytes;
+  for (int64_t e = 0; e < plain->E; e++) {
+    moe__plain_mat m13 = moe__plain_of(plain, &pl, 13, e), m2 = moe__plain_of(plain, &pl, 2, e);
+    uint8_t *d13 = base + (size_t)e * (size_t)pl.panels13 * pl.panel13_bytes;
+    uint8_t *d2 = base + pl.w13_bytes + (size_t)e * (size_t)pl.panels2 * pl.panel2_bytes;
+    for (int64_t hp = 0; hp < pl.panels13 / 2; hp++) {
+      int32_t nv = (int32_t)(plain->N - hp * MOE_NR < MOE_NR ? plain->N - hp * MOE_NR : MOE_NR);
+      moe__pack_panel(&m13, hp * MOE_NR, nv, d13 + (size_t)(2 * hp) * pl.panel13_bytes, pl.panel13_bytes);
+      moe__pack_panel(&m13, plain->N + hp * MOE_NR, nv, d13 + (size_t)(2 * hp + 1) * pl.panel13_bytes, pl.panel13_bytes);
+    }
+    for (int64_t p = 0; p < pl.panels2; p++) {
+      int32_t nv = (int32_t)(plain->K - p * MOE_NR < MOE_NR ? plain->K - p * MOE_NR : MOE_NR);
+      moe__pack_panel(&m2, p * MOE_NR, nv, d2 + (size_t)p * pl.panel2_bytes, pl.panel2_bytes);
+    }
+  }
+  if (plain->b13) {
+    float *b = (float *)(base + pl.w13_bytes + pl.w2_bytes);
+    memcpy(b, plain->b13, (size_t)plain->E * 2 * (size_t)plain->N * sizeof(float));
+    packed->b13 = b;
+  }
+  if (plain->b2) {
+    float *b = (float *)(base + pl.w13_bytes + pl.w2_bytes + pl.b13_bytes);
+    memcpy(b, plain->b2, (size_t)plain->E * (size_t)plain->K * sizeof(float));
+    packed->b2 = b;
+  }
+  packed->magic = MOE__MAGIC;
+  return MOE_OK;
+}
+
+/* ---- activation functions (scalar; NaN propagates, no fminf which would drop it) ------------- */
+static inline float moe__logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float moe__act(moe_activation act, float g, float u, float alpha, float limit) {
+  switch (act) {
+  case MOE_ACT_GELU_TANH: {
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * g * (1.0f + tanhf(c * (g + 0.044715f * g * g * g))) * u;
+  }
+  case MOE_ACT_SWIGLU_OAI:
+    g = g > limit ? limit : g;
+    u = u > limit ? limit : (u < -limit ? -limit : u);
+    return g * moe__logistic(alpha * g) * (u + 1.0f);
+  default: return g * moe__logistic(g) * u;
+  }
+}
+
+/* ---- scalar reference kernels ------------------------------------------------------------------ */
+/* The code of (column n, k) in a panel's code area, as a signed or float value before scaling. */
+static inline float moe__decode_a16(moe_precision p, const uint8_t *codes, int32_t n, int64_t k) {
+  int32_t kr = moe__kr(p);
+  size_t cell = ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
+  int32_t sub = (int32_t)(k % kr);
+  if (p == MOE_PREC_FP8) return moe_e4m3_to_f32(codes[cell + (size_t)sub]);
+  if (moe__is_4bit(p)) {
+    uint8_t q = (uint8_t)((codes[cell + (size_t)(sub >> 1)] >> ((sub & 1) * 4)) & 15);
+    return p == MOE_PREC_MXFP4 ? moe_e2m1_to_f32(q) : (float)q;
+  }
+  {
+    uint16_t v;
+    memcpy(&v, codes + cell + 2 * (size_t)sub, 2);
+    return moe_bf16_to_f32(v);
+  }
+}
+static inline int32_t moe__decode_a8(moe_precision p, const uint8_t *codes, int32_t n, int64_t k) {
+  int32_t kr = moe__kr(p);
+  size_t cell = ((size_t)(k / kr) * MOE_NR + (size_t)n) * 4;
+  int32_t sub = (int32_t)(k % kr);
+  if (p == MOE_PREC_INT8) return (int8_t)codes[cell + (size_t)sub];
+  return (codes[cell + (size_t)(sub >> 1)] >> ((sub & 1) * 4)) & 15;
+}
+
+/* The group scale of (group g, column n) from a panel's meta, and the int4 zero point. */
+static inline float moe__group_scale(moe_precision p, const uint8_t *meta, int64_t g, int32_t n) {
+  size_t cell = (size_t)g * MOE_NR + (size_t)n;
+  float s;
+  if (p == MOE_PREC_MXFP4) return moe_e8m0_to_f32(meta[cell]);
+  memcpy(&s, meta + 4 * cell, 4);
+  return s;
+}
+
+/* One column's view of a panel for the scalar kernels. */
+#define MOE__CHUNK 256
+
+/* acc[m][n] (n < nr) = dequantized dot product of row m with column n of one panel for the A16
+ * precisions: per scale group an f32 sum of bf16(a) * value, then times the group scale (BF16 has a
+ * single unscaled group, so its sum runs straight through k). int4 values are q - zero. */
+static inline void moe__dot_a16_scalar(moe_precision p, const moe_gemm_args *g, const uint8_t *panel,
+                                       float acc[][MOE_NR]) {
+  const uint8_t *codes = panel + moe__codes_offset(p), *meta = panel + moe__meta_offset(p, g->kpad);
+  int64_t kg = g->kgroup ? g->kgroup : g->kred, ng = moe__cdiv(g->kred, kg);
+  float w[MOE__CHUNK], sum[MOE_BLOCK_M];
+  for (int32_t n = 0; n < g->nr; n++) {
+    for (int32_t m = 0; m < g->mr; m++) acc[m][n] = 0.0f;
+    for (int64_t gi = 0; gi < ng; gi++) {
+      int64_t k1 = (gi + 1) * kg < g->kred ? (gi + 1) * kg : g->kred;
+      float scale = g->kgroup ? moe__group_scale(p, meta, gi, n) : 1.0f;
+      float zero = (p == MOE_PREC_INT4_W4A16) ? (float)meta[(size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + (size_t)n] : 0.0f;
+      for (int32_t m = 0; m < g->mr; m++) sum[m] = 0.0f;
+      for (int64_t k0 = gi * kg; k0 < k1; k0 += MOE__CHUNK) {
+        int64_t kn = k1 - k0 < MOE__CHUNK ? k1 - k0 : MOE__CHUNK;
+        for (int64_t k = 0; k < kn; k++) w[k] = moe__decode_a16(p, codes, n, k0 + k) - zero;
+        for (int32_t m = 0; m < g->mr; m++) {
+          const uint16_t *a = (const uint16_t *)g->a[m] + k0;
+          float s = sum[m];
+          for (int64_t k = 0; k < kn; k++) s += moe_bf16_to_f32(a[k]) * w[k];
+          sum[m] = s;
+        }
+      }
+      for (int32_t m = 0; m < g->mr; m++) acc[m][n] += g->kgroup ? sum[m] * scale : sum[m];
+    }
+  }
+}
+
+/* The same for the A8 precisions: per group an exact int32 sum of (u8 - 128) * value; INT8 has one
+ * group and a per-column scale in the panel header, INT4 W4A8 per-group scales. Then times the row
+ * scale: acc = ((sum_g isum_g * s_g) * a_scale) * col_scale, the order every ISA keeps. */
+static inline void moe__dot_a8_scalar(moe_precision p, const moe_gemm_args *g, const uint8_t *panel,
+                                      float acc[][MOE_NR]) {
+  const uint8_t *codes = panel + moe__codes_offset(p), *meta = panel + moe__meta_offset(p, g->kpad);
+  int64_t kg = g->kgroup ? g->kgroup : g->kred, ng = moe__cdiv(g->kred, kg);
+  int32_t w[MOE__CHUNK], isum[MOE_BLOCK_M];
+  for (int32_t n = 0; n < g->nr; n++) {
+    float col_scale = 1.0f;
+    if (p == MOE_PREC_INT8) memcpy(&col_scale, panel + MOE_NR * 4 + 4 * (size_t)n, 4);
+    for (int32_t m = 0; m < g->mr; m++) acc[m][n] = 0.0f;
+    for (int64_t gi = 0; gi < ng; gi++) {
+      int64_t k1 = (gi + 1) * kg < g->kred ? (gi + 1) * kg : g->kred;
+      int32_t zero = p == MOE_PREC_INT4_W4A8 ? meta[(size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + (size_t)n] : 0;
+      for (int32_t m = 0; m < g->mr; m++) isum[m] = 0;
+      for (int64_t k0 = gi * kg; k0 < k1; k0 += MOE__CHUNK) {
+        int64_t kn = k1 - k0 < MOE__CHUNK ? k1 - k0 : MOE__CHUNK;
+        for (int64_t k = 0; k < kn; k++) w[k] = moe__decode_a8(p, codes, n, k0 + k) - zero;
+        for (int32_t m = 0; m < g->mr; m++) {
+          const uint8_t *a = (const uint8_t *)g->a[m] + k0;
+          int32_t s = isum[m];
+          for (int64_t k = 0; k < kn; k++) s += ((int32_t)a[k] - 128) * w[k];
+          isum[m] = s;
+        }
+      }
+      for (int32_t m = 0; m < g->mr; m++)
+        acc[m][n] += p == MOE_PREC_INT8 ? (float)isum[m] : (float)isum[m] * moe__group_scale(p, meta, gi, n);
+    }
+    for (int32_t m = 0; m < g->mr; m++) acc[m][n] = acc[m][n] * g->a_scale[m] * col_scale;
+  }
+}
+
+static inline void moe__dot_scalar(moe_precision p, const moe_gemm_args *g, const uint8_t *panel, float acc[][MOE_NR]) {
+  if (moe__is_a8(p)) moe__dot_a8_scalar(p, g, panel, acc);
+  else moe__dot_a16_scalar(p, g, panel, acc);
+}
+
+/* Epilogues shared by the scalar kernels. */
+static inline void moe__gemm1_epilogue_scalar(const moe_gemm_args *g, float gate[][MOE_NR], float up[][MOE_NR]) {
+  for (int32_t m = 0; m < g->mr; m++)
+    for (int32_t n = 0; n < g->nr; n++) {
+      float gv = gate[m][n] + (g->bias ? g->bias[n] : 0.0f), uv = up[m][n] + (g->bias_up ? g->bias_up[n] : 0.0f);
+      g->c[m * g->ldc + n] = moe__act(g->act, gv, uv, g->alpha, g->limit);
+    }
+}
+static inline void moe__gemm2_epilogue_scalar(const moe_gemm_args *g, float acc[][MOE_NR]) {
+  for (int32_t m = 0; m < g->mr; m++)
+    for (int32_t n = 0; n < g->nr; n++)
+      g->c[m * g->ldc + n] = (acc[m][n] + (g->bias ? g->bias[n] : 0.0f)) * g->row_weight[m];
+}
+
+static inline void moe__gemm1_scalar(moe_precision p, const moe_gemm_args *g) {
+  float gate[MOE_BLOCK_M][MOE_NR], up[MOE_BLOCK_M][MOE_NR];
+  moe__dot_scalar(p, g, g->w, gate);
+  moe__dot_scalar(p, g, g->w + g->panel_bytes, up);
+  moe__gemm1_epilogue_scalar(g, gate, up);
+}
+static inline void moe__gemm2_scalar(moe_precision p, const moe_gemm_args *g) {
+  float acc[MOE_BLOCK_M][MOE_NR];
+  moe__dot_scalar(p, g, g->w, acc);
+  moe__gemm2_epilogue_scalar(g, acc);
+}
+
+/* The named scalar microkernels: <activations>_<weights>_gemm{1,2}_ukernel_<MR>x<NR>c<KR>__scalar. */
+#define MOE__SCALAR_UKERNELS(name, prec)                                                              \
+  static inline void name##_gemm1__scalar(const moe_gemm_args *g) { moe__gemm1_scalar(prec, g); } \
+  static inline void name##_gemm2__scalar(const moe_gemm_args *g) { moe__gemm2_scalar(prec, g); }
+MOE__SCALAR_UKERNELS(moe_bf16_bf16w_ukernel_mx32c2, MOE_PREC_BF16)
+MOE__SCALAR_UKERNELS(moe_qu8_qc8w_ukernel_mx32c4, MOE_PREC_INT8)
+MOE__SCALAR_UKERNELS(moe_bf16_fp8w_ukernel_mx32c2, MOE_PREC_FP8)
+MOE__SCALAR_UKERNELS(moe_qu8_qc4w_ukernel_mx32c8, MOE_PREC_INT4_W4A8)
+MOE__SCALAR_UKERNELS(moe_bf16_qc4w_ukernel_mx32c8, MOE_PREC_INT4_W4A16)
+MOE__SCALAR_UKERNELS(moe_bf16_mxfp4w_ukernel_mx32c8, MOE_PREC_MXFP4)
+#undef MOE__SCALAR_UKERNELS
+
+/* ---- CPU features ------------------------------------------------------------------------------ */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#define MOE__X86 1
+#if defined(__GNUC__) || defined(__clang__)
+#include <cpuid.h>
+#endif
+#endif
+
+#if defined(MOE__X86) && (defined(__GNUC__) || defined(__clang__))
+static inline void moe__cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
+  __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+}
+static inline uint64_t moe__xgetbv(void) {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return ((uint64_t)hi << 32) | lo;
+}
+/* Linux gives AMX tile state to a process only on request (ARCH_REQ_XCOMP_PERM, XFEATURE 18). */
+static inline int moe__amx_permitted(void) {
+#if defined(__linux__) && defined(__x86_64__) && !defined(MOE_NO_AMX)
+  static int state = 0; /* 0 unknown, 1 granted, -1 refused */
+  if (state == 0) {
+    long ret; /* arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18), syscall 158 */
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    state = ret == 0 ? 1 : -1;
+  }
+  return state == 1;
+#else
+  return 0;
+#endif
+}
+#endif
+
+MOE_API uint32_t moe_cpu_features(void) {
+  uint32_t f = 0;
+#if defined(MOE__X86) && (defined(__GNUC__) || defined(__clang__))
+  uint32_t r[4], r1[4], max_leaf;
+  uint64_t xcr0;
+  moe__cpuid(0, 0, r);
+  max_leaf = r[0];
+  moe__cpuid(1, 0, r);
+  if (max_leaf < 7 || !(r[2] & (1u << 27))) return 0; /* no OSXSAVE: no XGETBV */
+  xcr0 = moe__xgetbv();
+  moe__cpuid(7, 0, r);
+  moe__cpuid(7, 1, r1);
+  if ((xcr0 & 0xE6) == 0xE6) { /* SSE, AVX, opmask, ZMM state enabled by the OS */
+    if (r[1] & (1u << 16)) f |= MOE_CPU_AVX512F;
+    if (r[1] & (1u << 17)) f |= MOE_CPU_AVX512DQ;
+    if (r[1] & (1u << 30)) f |= MOE_CPU_AVX512BW;
+    if (r[1] & (1u << 31)) f |= MOE_CPU_AVX512VL;
+    if (r[2] & (1u << 11)) f |= MOE_CPU_AVX512VNNI;
+    if (r1[0] & (1u << 5)) f |= MOE_CPU_AVX512BF16;
+  }
+  if ((r[3] & (1u << 24)) && (xcr0 & 0x60000) == 0x60000 && moe__amx_permitted()) {
+    f |= MOE_CPU_AMX_TILE;
+    if (r[3] & (1u << 25)) f |= MOE_CPU_AMX_INT8;
+    if (r[3] & (1u << 22)) f |= MOE_CPU_AMX_BF16;
+  }
+#endif
+  return f;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+static inline int *moe__isa_cap(void) {
+  static int cap = MOE_ISA_COUNT - 1;
+  return &cap;
+}
+
+MOE_API const char *moe_isa_name(moe_isa isa) {
+  switch (isa) {
+  case MOE_ISA_SCALAR: return "scalar";
+  case MOE_ISA_AVX512: return "avx512";
+  case MOE_ISA_AMX: return "amx";
+  default: return "unknown";
+  }
+}
+
+/* Compile-time pruning: a precision removed by MOE_NO_* gets an empty entry (its kernels are never
+ * referenced, so they are not compiled in). */
+#define MOE__NONE {NULL, NULL, 0, MOE_ISA_SCALAR, NULL}
+#ifndef MOE_NO_BF16
+#define MOE__IF_BF16(x) x
+#else
+#define MOE__IF_BF16(x) MOE__NONE
+#endif
+#ifndef MOE_NO_INT8
+#define MOE__IF_INT8(x) x
+#else
+#define MOE__IF_INT8(x) MOE__NONE
+#endif
+#ifndef MOE_NO_FP8
+#define MOE__IF_FP8(x) x
+#else
+#define MOE__IF_FP8(x) MOE__NONE
+#endif
+#ifndef MOE_NO_INT4
+#define MOE__IF_INT4(x) x
+#else
+#define MOE__IF_INT4(x) MOE__NONE
+#endif
+#ifndef MOE_NO_MXFP4
+#define MOE__IF_MXFP4(x) x
+#else
+#define MOE__IF_MXFP4(x) MOE__NONE
+#endif
+#define MOE__CFG(prefix, suffix, isa, feat) {prefix##_gemm1__##suffix, prefix##_gemm2__##suffix, feat, isa, #prefix "__" #suffix}
+static inline const moe_gemm_config *moe__config_table(moe_precision p, moe_isa isa) {
+  static const moe_gemm_config scalar[MOE_PREC_COUNT] = {
+      MOE__IF_BF16(MOE__CFG(moe_bf16_bf16w_ukernel_mx32c2, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_BF16(MOE__CFG(moe_bf16_bf16w_ukernel_mx32c2, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_INT8(MOE__CFG(moe_qu8_qc8w_ukernel_mx32c4, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_FP8(MOE__CFG(moe_bf16_fp8w_ukernel_mx32c2, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_INT4(MOE__CFG(moe_qu8_qc4w_ukernel_mx32c8, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_INT4(MOE__CFG(moe_bf16_qc4w_ukernel_mx32c8, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_MXFP4(MOE__CFG(moe_bf16_mxfp4w_ukernel_mx32c8, scalar, MOE_ISA_SCALAR, 0))};
+  const moe_gemm_config *c = NULL;
+  if ((int)p < 0 || p >= MOE_PREC_COUNT) return NULL;
+  if (isa == MOE_ISA_SCALAR) c = &scalar[p];
+  return c && c->gemm1 ? c : NULL;
+}
+#undef MOE__CFG
+
+MOE_API const moe_gemm_config *moe_gemm_config_for(moe_precision p, moe_isa isa) {
+  const moe_gemm_config *c = moe__config_table(p, isa);
+  if (!c || (c->cpu_features & ~moe_cpu_features())) return NULL;
+  return c;
+}
+
+MOE_API const moe_gemm_config *moe_gemm_select(moe_precision p) {
+  for (int isa = *moe__isa_cap(); isa >= MOE_ISA_SCALAR; isa--) {
+    const moe_gemm_config *c = moe_gemm_config_for(p, (moe_isa)isa);
+    if (c) return c;
+  }
+  return NULL;
+}
+
+/* The best tier with kernels for some precision on this CPU. */
+static inline moe_isa moe__best_isa(void) {
+  moe_isa best = MOE_ISA_SCALAR;
+  for (int p = 0; p < MOE_PREC_COUNT; p++)
+    for (int isa = MOE_ISA_COUNT - 1; isa > (int)best; isa--)
+      if (moe_gemm_config_for((moe_precision)p, (moe_isa)isa)) best = (moe_isa)isa;
+  return best;
+}
+
+MOE_API moe_isa moe_set_isa(moe_isa cap) {
+  moe_isa best = moe__best_isa();
+  if ((int)cap < 0) cap = MOE_ISA_SCALAR;
+  if (cap >= MOE_ISA_COUNT) cap = (moe_isa)(MOE_ISA_COUNT - 1);
+  *moe__isa_cap() = cap;
+  return cap < best ? cap : best;
+}
+
+MOE_API moe_isa moe_get_isa(void) {
+  moe_isa best = moe__best_isa();
+  moe_isa cap = (moe_isa)*moe__isa_cap();
+  return cap < best ? cap : best;
+}
+
+#endif /* MOE_GEMM_IMPLEMENTATION_DONE */
+#endif /* MOE_IMPLEMENTATION */
+#endif /* MOE_GEMM_H */

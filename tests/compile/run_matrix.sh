@@ -1,0 +1,33 @@
+#!/bin/sh
+# Compile matrix: each header alone and moe.h with the implementation, as C99, C11, C++11 and C++17,
+# under gcc and clang, -Wall -Wextra -Wpedantic -Werror; plus builds with precisions compiled out.
+# A compiler that is not installed is reported and the run fails (CI installs both).
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail=0 n=0
+flags="-Wall -Wextra -Wpedantic -Werror -I$src -c -o $out/o.o"
+try() { n=$((n + 1)); if ! "$@" >"$out/log" 2>&1; then echo "FAIL: $*"; cat "$out/log"; fail=$((fail + 1)); fi; }
+for cc in gcc clang; do
+  command -v $cc >/dev/null || { echo "missing compiler $cc"; exit 1; }
+  cxx=$([ $cc = gcc ] && echo g++ || echo clang++)
+  for h in moe.h moe_gemm.h moe_quant.h moe_route.h; do
+    for impl in "" "-DMOE_IMPLEMENTATION"; do
+      for std in c99 c11; do try $cc -std=$std $impl "-DHEADER=\"$h\"" $flags "$src/tests/compile/each_header.c"; done
+      for std in c++11 c++17; do try $cxx -x c++ -std=$std $impl "-DHEADER=\"$h\"" $flags "$src/tests/compile/each_header.c"; done
+    done
+  done
+  for no in MOE_NO_BF16 MOE_NO_INT8 MOE_NO_FP8 MOE_NO_INT4 MOE_NO_MXFP4 MOE_NO_AVX512 MOE_NO_AMX \
+            "MOE_NO_BF16 -DMOE_NO_FP8 -DMOE_NO_INT4 -DMOE_NO_MXFP4"; do
+    try $cc -std=c99 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"
+    try $cxx -x c++ -std=c++17 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"
+  done
+  try $cc -std=c99 -DMOE_API= -DMOE_IMPLEMENTATION $flags "$src/moe.c"
+  # contradictory macros must stop the build
+  n=$((n + 1))
+  if $cc -std=c99 -DMOE_IMPLEMENTATION -DMOE_NO_AMX -DMOE_AMX_EMULATE '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c" >/dev/null 2>&1; then
+    echo "FAIL: MOE_NO_AMX with MOE_AMX_EMULATE compiled"; fail=$((fail + 1))
+  fi
+done
+echo "compile matrix: $n builds, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,27 @@
+#!/bin/sh
+# The whole test run: the suite in a release build, then again under AddressSanitizer and
+# UndefinedBehaviorSanitizer. Ends with one line "N passed, N failed, N skipped".
+cd "$(dirname "$0")/.." || exit 1
+setup() { # dir, options...
+  dir=$1; shift
+  if [ -d "$dir" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null; else meson setup "$dir" "$@" >/dev/null; fi
+}
+status=0
+setup build || exit 1
+meson compile -C build || exit 1
+meson test -C build --print-errorlogs --no-rebuild "$@" || status=1
+setup build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dc_args=-fno-sanitize-recover=all -Dcpp_args=-fno-sanitize-recover=all -Dexamples=false -Dbench=false || exit 1
+meson compile -C build-asan || exit 1
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  meson test -C build-asan --print-errorlogs --no-rebuild --suite unit "$@" || status=1
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+import json, sys
+n = {"passed": 0, "failed": 0, "skipped": 0}
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line)["result"]
+        n["passed" if r == "OK" else "skipped" if r == "SKIP" else "failed"] += 1
+print(f'{n["passed"]} passed, {n["failed"]} failed, {n["skipped"]} skipped')
+PY
+exit $status
