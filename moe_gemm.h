@@ -561,15 +561,15 @@ static inline void moe__gemm2_scalar(moe_precision p, const moe_gemm_args *g) {
 }
 
 /* The named scalar microkernels: <activations>_<weights>_gemm{1,2}_ukernel_<MR>x<NR>c<KR>__scalar. */
-#define MOE__SCALAR_UKERNELS(name, prec)                                                              \
-  static inline void name##_gemm1__scalar(const moe_gemm_args *g) { moe__gemm1_scalar(prec, g); } \
-  static inline void name##_gemm2__scalar(const moe_gemm_args *g) { moe__gemm2_scalar(prec, g); }
-MOE__SCALAR_UKERNELS(moe_bf16_bf16w_ukernel_mx32c2, MOE_PREC_BF16)
-MOE__SCALAR_UKERNELS(moe_qu8_qc8w_ukernel_mx32c4, MOE_PREC_INT8)
-MOE__SCALAR_UKERNELS(moe_bf16_fp8w_ukernel_mx32c2, MOE_PREC_FP8)
-MOE__SCALAR_UKERNELS(moe_qu8_qc4w_ukernel_mx32c8, MOE_PREC_INT4_W4A8)
-MOE__SCALAR_UKERNELS(moe_bf16_qc4w_ukernel_mx32c8, MOE_PREC_INT4_W4A16)
-MOE__SCALAR_UKERNELS(moe_bf16_mxfp4w_ukernel_mx32c8, MOE_PREC_MXFP4)
+#define MOE__SCALAR_UKERNELS(inw, tile, prec)                                                                    \
+  static inline void moe_##inw##_gemm1_ukernel_##tile##__scalar(const moe_gemm_args *g) { moe__gemm1_scalar(prec, g); } \
+  static inline void moe_##inw##_gemm2_ukernel_##tile##__scalar(const moe_gemm_args *g) { moe__gemm2_scalar(prec, g); }
+MOE__SCALAR_UKERNELS(bf16_bf16w, mx32c2, MOE_PREC_BF16)
+MOE__SCALAR_UKERNELS(qu8_qc8w, mx32c4, MOE_PREC_INT8)
+MOE__SCALAR_UKERNELS(bf16_fp8w, mx32c2, MOE_PREC_FP8)
+MOE__SCALAR_UKERNELS(qu8_qc4w, mx32c8, MOE_PREC_INT4_W4A8)
+MOE__SCALAR_UKERNELS(bf16_qc4w, mx32c8, MOE_PREC_INT4_W4A16)
+MOE__SCALAR_UKERNELS(bf16_mxfp4w, mx32c8, MOE_PREC_MXFP4)
 #undef MOE__SCALAR_UKERNELS
 
 /* ---- CPU features ------------------------------------------------------------------------------ */
@@ -634,6 +634,243 @@ MOE_API uint32_t moe_cpu_features(void) {
   return f;
 }
 
+/* ---- AVX-512 kernels ----------------------------------------------------------------------------
+ * Compiled with target attributes (no -m flags needed) and chosen at run time. Each row's k loop
+ * runs in one accumulator per column in the same order whatever the tile height, so a token's
+ * result does not depend on which rows share its tile (bitwise determinism across chunkings). */
+#if defined(MOE__X86) && !defined(MOE_NO_AVX512) && (defined(__GNUC__) || defined(__clang__))
+#define MOE__HAVE_AVX512 1
+#include <immintrin.h>
+
+#define MOE__T_BASE "avx512f,avx512bw,avx512vl,avx512dq"
+#define MOE__AVX512_BASE __attribute__((target(MOE__T_BASE))) static inline
+#define MOE__AVX512_VNNI __attribute__((target(MOE__T_BASE ",avx512vnni"))) static inline
+#define MOE__AVX512_BF16 __attribute__((target(MOE__T_BASE ",avx512bf16"))) static inline
+#define MOE__INLINE __attribute__((always_inline))
+#define MOE__CPU_AVX512_BASE (MOE_CPU_AVX512F | MOE_CPU_AVX512BW | MOE_CPU_AVX512VL | MOE_CPU_AVX512DQ)
+
+/* e^x: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor polynomial, then p * 2^n by vscalefps (which
+ * overflows to Inf and underflows to 0 on its own). min/max keep x in the second operand so a
+ * NaN passes through. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__exp_avx512(__m512 x) {
+  __m512 n, r, p;
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* act(g, u) for 16 columns (see moe__act). */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__act_avx512(moe_activation act, __m512 g, __m512 u, float alpha, float limit) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  __m512 z;
+  if (act == MOE_ACT_GELU_TANH) { /* 0.5 (1 + tanh(z)) = sigmoid(2z) */
+    __m512 g3 = _mm512_mul_ps(_mm512_mul_ps(g, g), g);
+    z = _mm512_mul_ps(_mm512_set1_ps(2.0f * 0.7978845608028654f), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), g3, g));
+  } else if (act == MOE_ACT_SWIGLU_OAI) {
+    g = _mm512_min_ps(_mm512_set1_ps(limit), g);
+    u = _mm512_max_ps(_mm512_set1_ps(-limit), _mm512_min_ps(_mm512_set1_ps(limit), u));
+    u = _mm512_add_ps(u, one);
+    z = _mm512_mul_ps(_mm512_set1_ps(alpha), g);
+  } else {
+    z = g;
+  }
+  return _mm512_div_ps(_mm512_mul_ps(g, u), _mm512_add_ps(one, moe__exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), z))));
+}
+
+/* Column masks of the two 16-column halves of a 32-column panel with nr valid columns. */
+static inline __mmask16 moe__mask_lo(int32_t nr) { return (__mmask16)(nr >= 16 ? 0xFFFF : (1u << nr) - 1); }
+static inline __mmask16 moe__mask_hi(int32_t nr) { return (__mmask16)(nr >= 32 ? 0xFFFF : nr > 16 ? (1u << (nr - 16)) - 1 : 0); }
+
+/* Epilogues on one row: acc = 4 vectors (gate lo, gate hi, up lo, up hi) or 2 (gemm2). */
+MOE__AVX512_BASE MOE__INLINE void moe__gemm1_store_avx512(const moe_gemm_args *g, int32_t r, const __m512 acc[4]) {
+  __mmask16 mk[2];
+  mk[0] = moe__mask_lo(g->nr), mk[1] = moe__mask_hi(g->nr);
+  for (int h = 0; h < 2; h++) {
+    __m512 gv = acc[h], uv = acc[2 + h];
+    if (g->bias) gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(mk[h], g->bias + 16 * h));
+    if (g->bias_up) uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(mk[h], g->bias_up + 16 * h));
+    _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk[h], moe__act_avx512(g->act, gv, uv, g->alpha, g->limit));
+  }
+}
+MOE__AVX512_BASE MOE__INLINE void moe__gemm2_store_avx512(const moe_gemm_args *g, int32_t r, const __m512 acc[2]) {
+  __mmask16 mk[2];
+  mk[0] = moe__mask_lo(g->nr), mk[1] = moe__mask_hi(g->nr);
+  for (int h = 0; h < 2; h++) {
+    __m512 v = acc[h];
+    if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk[h], g->bias + 16 * h));
+    _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk[h], _mm512_mul_ps(v, _mm512_set1_ps(g->row_weight[r])));
+  }
+}
+
+/* The KR activations of row a at k-group i as one 32-bit lane value: KR = 2 bf16 or 4 u8. A
+ * partial last group reads only the elements below kred and pads with zeros. */
+static inline uint32_t moe__a_group(const uint8_t *a, int64_t i, int64_t kred, size_t group_bytes, size_t elt) {
+  uint32_t v = 0;
+  size_t avail = (size_t)(kred * (int64_t)elt) - (size_t)i * group_bytes;
+  memcpy(&v, a + (size_t)i * group_bytes, avail < group_bytes ? avail : group_bytes);
+  return v;
+}
+
+static inline uint32_t moe__load_u32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+#define MOE__PF_DIST 1024 /* bytes ahead of the weight stream to prefetch when few rows share it */
+
+/* ---- BF16: c2 panels, vdpbf16ps ---------------------------------------------------------------- */
+/* gemm1 for MR rows starting at r0: gate and up panels read in lockstep, 4 accumulators per row. */
+MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  const uint8_t *wg = g->w, *wu = g->w + g->panel_bytes;
+  const int64_t ng = (g->kred + 1) / 2;
+  __m512 acc[6][4];
+  for (int r = 0; r < MR; r++)
+    for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < ng; i++) {
+    const size_t off = (size_t)i * 128;
+    __m512bh g0 = (__m512bh)_mm512_loadu_si512(wg + off), g1 = (__m512bh)_mm512_loadu_si512(wg + off + 64);
+    __m512bh u0 = (__m512bh)_mm512_loadu_si512(wu + off), u1 = (__m512bh)_mm512_loadu_si512(wu + off + 64);
+    if (MR <= 2) {
+      _mm_prefetch((const char *)(wg + off + MOE__PF_DIST), _MM_HINT_T0);
+      _mm_prefetch((const char *)(wu + off + MOE__PF_DIST), _MM_HINT_T0);
+    }
+    for (int r = 0; r < MR; r++) {
+      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)(2 * i + 2 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 2)));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, g0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, g1);
+      acc[r][2] = _mm512_dpbf16_ps(acc[r][2], av, u0);
+      acc[r][3] = _mm512_dpbf16_ps(acc[r][3], av, u1);
+    }
+  }
+  for (int r = 0; r < MR; r++) moe__gemm1_store_avx512(g, r0 + r, acc[r]);
+}
+
+/* gemm2 for MR rows starting at r0: one panel, 2 accumulators per row. */
+MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  const uint8_t *w = g->w;
+  const int64_t ng = (g->kred + 1) / 2;
+  __m512 acc[12][2];
+  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < ng; i++) {
+    const size_t off = (size_t)i * 128;
+    __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + off), w1 = (__m512bh)_mm512_loadu_si512(w + off + 64);
+    if (MR <= 2) _mm_prefetch((const char *)(w + off + MOE__PF_DIST), _MM_HINT_T0);
+    for (int r = 0; r < MR; r++) {
+      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)(2 * i + 2 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 2)));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, w1);
+    }
+  }
+  for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, acc[r]);
+}
+
+/* ---- INT8: c4 panels with comp/scale header, vpdpbusd ------------------------------------------ */
+/* int32 sums minus the compensation, to f32, times the row scale, times the column scales: the
+ * scalar kernel's order, so both give the same bits before the epilogue. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t *panel, int h, float a_scale) {
+  __m512i comp = _mm512_loadu_si512(panel + 64 * h);
+  __m512 col_scale = _mm512_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 64 * h));
+  __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, comp));
+  return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(a_scale)), col_scale);
+}
+
+MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  const uint8_t *wg = g->w + MOE_NR * 8, *wu = g->w + g->panel_bytes + MOE_NR * 8;
+  const int64_t ng = (g->kred + 3) / 4;
+  __m512i acc[6][4];
+  __m512 f[4];
+  for (int r = 0; r < MR; r++)
+    for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_si512();
+  for (int64_t i = 0; i < ng; i++) {
+    const size_t off = (size_t)i * 128;
+    __m512i g0 = _mm512_loadu_si512(wg + off), g1 = _mm512_loadu_si512(wg + off + 64);
+    __m512i u0 = _mm512_loadu_si512(wu + off), u1 = _mm512_loadu_si512(wu + off + 64);
+    if (MR <= 2) {
+      _mm_prefetch((const char *)(wg + off + MOE__PF_DIST), _MM_HINT_T0);
+      _mm_prefetch((const char *)(wu + off + MOE__PF_DIST), _MM_HINT_T0);
+    }
+    for (int r = 0; r < MR; r++) {
+      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
+      __m512i av = _mm512_set1_epi32((int)(4 * i + 4 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 1)));
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, g0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, g1);
+      acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], av, u0);
+      acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], av, u1);
+    }
+  }
+  for (int r = 0; r < MR; r++) {
+    float s = g->a_scale[r0 + r];
+    f[0] = moe__qc8_dequant(acc[r][0], g->w, 0, s);
+    f[1] = moe__qc8_dequant(acc[r][1], g->w, 1, s);
+    f[2] = moe__qc8_dequant(acc[r][2], g->w + g->panel_bytes, 0, s);
+    f[3] = moe__qc8_dequant(acc[r][3], g->w + g->panel_bytes, 1, s);
+    moe__gemm1_store_avx512(g, r0 + r, f);
+  }
+}
+
+MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  const uint8_t *w = g->w + MOE_NR * 8;
+  const int64_t ng = (g->kred + 3) / 4;
+  __m512i acc[12][2];
+  __m512 f[2];
+  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int64_t i = 0; i < ng; i++) {
+    const size_t off = (size_t)i * 128;
+    __m512i w0 = _mm512_loadu_si512(w + off), w1 = _mm512_loadu_si512(w + off + 64);
+    if (MR <= 2) _mm_prefetch((const char *)(w + off + MOE__PF_DIST), _MM_HINT_T0);
+    for (int r = 0; r < MR; r++) {
+      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
+      __m512i av = _mm512_set1_epi32((int)(4 * i + 4 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 1)));
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
+    }
+  }
+  for (int r = 0; r < MR; r++) {
+    f[0] = moe__qc8_dequant(acc[r][0], g->w, 0, g->a_scale[r0 + r]);
+    f[1] = moe__qc8_dequant(acc[r][1], g->w, 1, g->a_scale[r0 + r]);
+    moe__gemm2_store_avx512(g, r0 + r, f);
+  }
+}
+
+/* Row tiling: full tiles of TILE rows, then one tile of the remaining rows, each tile height a
+ * compile-time constant so the accumulators stay in registers. */
+#define MOE__CASE(tile_fn, g, r0, n) case n: tile_fn(g, r0, n); break;
+#define MOE__TILES6(tile_fn, g)                                                                  \
+  for (int32_t r0 = 0; r0 < (g)->mr; r0 += 6) switch ((g)->mr - r0 < 6 ? (g)->mr - r0 : 6) {    \
+    MOE__CASE(tile_fn, g, r0, 1) MOE__CASE(tile_fn, g, r0, 2) MOE__CASE(tile_fn, g, r0, 3)       \
+    MOE__CASE(tile_fn, g, r0, 4) MOE__CASE(tile_fn, g, r0, 5) default: tile_fn(g, r0, 6); break; \
+  }
+#define MOE__TILES12(tile_fn, g)                                                                   \
+  for (int32_t r0 = 0; r0 < (g)->mr; r0 += 12) switch ((g)->mr - r0 < 12 ? (g)->mr - r0 : 12) {    \
+    MOE__CASE(tile_fn, g, r0, 1) MOE__CASE(tile_fn, g, r0, 2) MOE__CASE(tile_fn, g, r0, 3)         \
+    MOE__CASE(tile_fn, g, r0, 4) MOE__CASE(tile_fn, g, r0, 5) MOE__CASE(tile_fn, g, r0, 6)         \
+    MOE__CASE(tile_fn, g, r0, 7) MOE__CASE(tile_fn, g, r0, 8) MOE__CASE(tile_fn, g, r0, 9)         \
+    MOE__CASE(tile_fn, g, r0, 10) MOE__CASE(tile_fn, g, r0, 11) default: tile_fn(g, r0, 12); break; \
+  }
+
+/* gemm1 tiles are 6 rows x (32 gate + 32 up) columns, gemm2 tiles 12 rows x 32 columns. */
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_6x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES6(moe__bf16_gemm1_tile, g) }
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_6x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES12(moe__bf16_gemm2_tile, g) }
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_6x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES6(moe__qc8_gemm1_tile, g) }
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_6x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES12(moe__qc8_gemm2_tile, g) }
+#undef MOE__CASE
+#undef MOE__TILES6
+#undef MOE__TILES12
+#endif /* AVX-512 */
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 static inline int *moe__isa_cap(void) {
   static int cap = MOE_ISA_COUNT - 1;
@@ -677,19 +914,31 @@ MOE_API const char *moe_isa_name(moe_isa isa) {
 #else
 #define MOE__IF_MXFP4(x) MOE__NONE
 #endif
-#define MOE__CFG(prefix, suffix, isa, feat) {prefix##_gemm1__##suffix, prefix##_gemm2__##suffix, feat, isa, #prefix "__" #suffix}
+#define MOE__CFG(inw, tile, suffix, isa, feat)                                                          \
+  {moe_##inw##_gemm1_ukernel_##tile##__##suffix, moe_##inw##_gemm2_ukernel_##tile##__##suffix, feat, isa, \
+   "moe_" #inw "_gemm_ukernel_" #tile "__" #suffix}
 static inline const moe_gemm_config *moe__config_table(moe_precision p, moe_isa isa) {
   static const moe_gemm_config scalar[MOE_PREC_COUNT] = {
-      MOE__IF_BF16(MOE__CFG(moe_bf16_bf16w_ukernel_mx32c2, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_BF16(MOE__CFG(moe_bf16_bf16w_ukernel_mx32c2, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_INT8(MOE__CFG(moe_qu8_qc8w_ukernel_mx32c4, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_FP8(MOE__CFG(moe_bf16_fp8w_ukernel_mx32c2, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_INT4(MOE__CFG(moe_qu8_qc4w_ukernel_mx32c8, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_INT4(MOE__CFG(moe_bf16_qc4w_ukernel_mx32c8, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_MXFP4(MOE__CFG(moe_bf16_mxfp4w_ukernel_mx32c8, scalar, MOE_ISA_SCALAR, 0))};
+      MOE__IF_BF16(MOE__CFG(bf16_bf16w, mx32c2, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_BF16(MOE__CFG(bf16_bf16w, mx32c2, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_INT8(MOE__CFG(qu8_qc8w, mx32c4, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_FP8(MOE__CFG(bf16_fp8w, mx32c2, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_INT4(MOE__CFG(qu8_qc4w, mx32c8, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_INT4(MOE__CFG(bf16_qc4w, mx32c8, scalar, MOE_ISA_SCALAR, 0)),
+      MOE__IF_MXFP4(MOE__CFG(bf16_mxfp4w, mx32c8, scalar, MOE_ISA_SCALAR, 0))};
+#ifdef MOE__HAVE_AVX512
+  static const moe_gemm_config avx512[MOE_PREC_COUNT] = {
+      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 6x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
+      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 6x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
+      MOE__IF_INT8(MOE__CFG(qu8_qc8w, 6x32c4, avx512vnni, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)),
+      MOE__NONE, MOE__NONE, MOE__NONE, MOE__NONE};
+#endif
   const moe_gemm_config *c = NULL;
   if ((int)p < 0 || p >= MOE_PREC_COUNT) return NULL;
   if (isa == MOE_ISA_SCALAR) c = &scalar[p];
+#ifdef MOE__HAVE_AVX512
+  if (isa == MOE_ISA_AVX512) c = &avx512[p];
+#endif
   return c && c->gemm1 ? c : NULL;
 }
 #undef MOE__CFG

@@ -284,7 +284,7 @@ MOE_API uint16_t moe_f32_to_f16(float f) {
 }
 
 MOE_API float moe_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
   if (e == 31u) return moe__bits_f32(sign | 0x7F800000u | (m << 13));
   if (e == 0u) { /* zero and subnormals: m * 2^-24, exact in f32 */
     float v = (float)m * 5.9604644775390625e-8f;
@@ -309,7 +309,7 @@ MOE_API uint8_t moe_f32_to_e4m3(float f) {
 }
 
 MOE_API float moe_e4m3_to_f32(uint8_t v) {
-  uint32_t sign = (uint32_t)(v & 0x80u) << 24, e = (v >> 3) & 0xFu, m = v & 7u;
+  uint32_t sign = (v & 0x80u) << 24, e = (v >> 3) & 0xFu, m = v & 7u;
   if (e == 15u && m == 7u) return moe__bits_f32(sign | 0x7FC00000u);
   if (e == 0u) { /* zero and subnormals: m * 2^-9 */
     float x = (float)m * 0.001953125f;

@@ -37,7 +37,7 @@ typedef struct moe_router {
  * expert id; a NaN score ranks below every number, so the ids are always distinct and in [0, E).
  * M = 0 is a no-op. Invalid configuration returns a status before anything is written:
  *   MOE_ERR_NULL   cfg, logits or an output is NULL (and M > 0)
- *   MOE_ERR_SHAPE  M < 0, E outside 1..1024, topk outside 1..E
+ *   MOE_ERR_SHAPE  M < 0, E outside 1..1024, topk outside 1..E, M * E overflowing int64
  *   MOE_ERR_ARG    kind or logit_type out of range, routed_scaling_factor not finite; grouped
  *                  variants: n_group not dividing E, topk_group outside 0..n_group, topk more than
  *                  the experts of the kept groups, biased without correction_bias
@@ -218,7 +218,8 @@ static inline moe_status moe__route_check(const moe_router *cfg, moe_dtype t, in
   float r = cfg->routed_scaling_factor;
   if (cfg->E < 1 || cfg->E > MOE__ROUTE_MAX_E || cfg->topk < 1 || cfg->topk > cfg->E || M > INT64_MAX / cfg->E)
     return MOE_ERR_SHAPE;
-  if (kind < 0 || kind > 3 || (int)t < 0 || (int)t > 2 || !(r - r == 0.0f)) return MOE_ERR_ARG; /* r-r: NaN/Inf */
+  if (kind < 0 || kind > MOE_ROUTE_BIASED_GROUPED || (int)t < 0 || (int)t > MOE_F32 || !(r - r == 0.0f))
+    return MOE_ERR_ARG; /* r - r is NaN only for NaN and Inf */
   c->rsf = r == 0.0f ? 1.0f : r;
   c->G = c->TG = 1;
   if (kind < MOE_ROUTE_GROUPED) return MOE_OK;

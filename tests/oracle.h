@@ -161,6 +161,26 @@ static inline void orc_act_input(moe_precision p, const double *v, int64_t n, do
     for (int64_t i = 0; i < n; i++) dst[i] = orc_round_bf16(v[i]);
 }
 
+/* decode tables built from the formulas above (the big model shapes decode ~10^9 codes) */
+static inline const double *orc_tab_e4m3(void) {
+  static double t[256];
+  static int done = 0;
+  if (!done) {
+    for (int i = 0; i < 256; i++) t[i] = orc_e4m3((uint8_t)i);
+    done = 1;
+  }
+  return t;
+}
+static inline const double *orc_tab_16(int fp16) { /* bf16 values, or fp16 values rounded to bf16 */
+  static double *t[2];
+  if (!t[fp16]) {
+    double *v = (double *)malloc(sizeof(double) * 65536);
+    for (int i = 0; i < 65536; i++) v[i] = fp16 ? orc_round_bf16(orc_f16((uint16_t)i)) : orc_bf16((uint16_t)i);
+    t[fp16] = v;
+  }
+  return t[fp16];
+}
+
 /* Dequantized row r of W13 (mat 0: 2N x K) or W2 (mat 1: K x N) of expert e into dst[cols]. */
 static inline void orc_row(const moe_weights *w, int mat, int interleaved, int64_t e, int64_t r, double *dst) {
   const int64_t N = w->N, K = w->K;
@@ -170,11 +190,10 @@ static inline void orc_row(const moe_weights *w, int mat, int interleaved, int64
   const int64_t er = e * rows + pr;
   switch (w->precision) {
   case MOE_PREC_BF16:
-    for (int64_t c = 0; c < cols; c++) dst[c] = orc_bf16(((const uint16_t *)q)[er * cols + c]);
-    break;
-  case MOE_PREC_FP16: /* converted to bf16 when packed */
-    for (int64_t c = 0; c < cols; c++) dst[c] = orc_round_bf16(orc_f16(((const uint16_t *)q)[er * cols + c]));
-    break;
+  case MOE_PREC_FP16: { /* FP16 is converted to bf16 when packed */
+    const double *t = orc_tab_16(w->precision == MOE_PREC_FP16);
+    for (int64_t c = 0; c < cols; c++) dst[c] = t[((const uint16_t *)q)[er * cols + c]];
+  } break;
   case MOE_PREC_INT8: {
     double s = (mat ? w->w2_scale : w->w13_scale)[er];
     for (int64_t c = 0; c < cols; c++) dst[c] = (double)((const int8_t *)q)[er * cols + c] * s;
@@ -183,7 +202,12 @@ static inline void orc_row(const moe_weights *w, int mat, int interleaved, int64
     int64_t bn = w->block_n ? w->block_n : 128, bk = w->block_k ? w->block_k : 128;
     int64_t RB = (rows + bn - 1) / bn, CB = (cols + bk - 1) / bk;
     const float *sc = (mat ? w->w2_scale : w->w13_scale) + (e * RB + pr / bn) * CB;
-    for (int64_t c = 0; c < cols; c++) dst[c] = orc_e4m3(((const uint8_t *)q)[er * cols + c]) * (double)sc[c / bk];
+    const double *t = orc_tab_e4m3();
+    const uint8_t *row = (const uint8_t *)q + er * cols;
+    for (int64_t c0 = 0; c0 < cols; c0 += bk) {
+      double sv = (double)sc[c0 / bk];
+      for (int64_t c = c0; c < cols && c < c0 + bk; c++) dst[c] = t[row[c]] * sv;
+    }
   } break;
   case MOE_PREC_INT4_W4A8:
   case MOE_PREC_INT4_W4A16: {
@@ -200,9 +224,11 @@ static inline void orc_row(const moe_weights *w, int mat, int interleaved, int64
     int64_t ng = (cols + 31) / 32, rs = (cols + 1) / 2;
     const uint8_t *sc = (mat ? w->w2_e8m0 : w->w13_e8m0) + er * ng;
     const uint8_t *row = (const uint8_t *)q + er * rs;
+    double e2[16];
+    for (int i = 0; i < 16; i++) e2[i] = orc_e2m1((uint8_t)i);
     for (int64_t c = 0; c < cols; c++) {
       int nib = (c & 1) ? row[c / 2] >> 4 : row[c / 2] & 15;
-      dst[c] = orc_e2m1((uint8_t)nib) * orc_e8m0(sc[c / 32]);
+      dst[c] = e2[nib] * orc_e8m0(sc[c / 32]);
     }
   } break;
   default:
