@@ -141,14 +141,16 @@ typedef struct moe__layer {
   const moe_gemm_config *kern;
   const moe_call *call;
   const void *routed_in;       /* moe_shared_expert: routed output to add, or NULL              */
+  const moe__row_ops *ops;     /* quantize/convert/accumulate rows on the current tier          */
   moe_precision p;
   int a8;                      /* activations quantized to u8                                    */
   int32_t topk, T;             /* routed slots per token; slots per token incl. the shared one   */
   int64_t K, N_max, ldx, ldo, chunk;
   float alpha, limit, rsf;
   /* the current chunk */
-  int64_t m0, mc, n_blocks;
+  int64_t m0, mc, n_blocks, n_groups;
   int32_t *sorted, *block_expert, *block_rows, *scratch, *pos;
+  int32_t *group_first;        /* [n_groups + 1]: the blocks of one expert, consecutive        */
   float *xf, *x_scale, *gate;  /* x as f32 [mc][K]; A8 row scales; shared gate per token         */
   void *xa;                    /* x prepared for GEMM1: bf16 or u8 [mc][K] (NULL: use x itself)  */
   float *h, *h_scale;          /* [cap][N_max] f32 activation outputs; A8 row scales             */
@@ -157,7 +159,7 @@ typedef struct moe__layer {
 } moe__layer;
 
 typedef struct moe__ws_plan {
-  size_t sorted, blocks, scratch, pos, xf, x_scale, gate, xa, h, h_scale, ha, y, total;
+  size_t sorted, blocks, scratch, pos, groups, xf, x_scale, gate, xa, h, h_scale, ha, y, total;
   int64_t cap;
 } moe__ws_plan;
 
@@ -166,7 +168,7 @@ static inline size_t moe__elt(moe_dtype t) { return t == MOE_F32 ? 4 : 2; }
 /* Workspace pieces for a chunk of mc tokens, each rounded to 64 bytes; 0 total on overflow. */
 static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   moe__ws_plan w;
-  size_t sz[12], t = 0;
+  size_t sz[13], t = 0;
   int64_t cap = (int64_t)moe_sort_capacity(mc, L->topk > 0 ? L->topk : 1, (int32_t)L->ex->E, MOE_BLOCK_M);
   size_t a_elt = L->a8 ? 1 : 2;
   memset(&w, 0, sizeof w);
@@ -184,12 +186,13 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[9] = (size_t)cap * 4;
   sz[10] = (size_t)cap * (size_t)L->N_max * a_elt;
   sz[11] = (size_t)cap * (size_t)L->K * 4;
-  for (int i = 0; i < 12; i++) {
+  sz[12] = (size_t)(cap / MOE_BLOCK_M + 1) * 4;
+  for (int i = 0; i < 13; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
   }
   w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.pos = sz[3], w.xf = sz[4], w.x_scale = sz[5];
-  w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.y = sz[11];
+  w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.y = sz[11], w.groups = sz[12];
   if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
   return w;
 }
@@ -201,6 +204,7 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->block_expert = (int32_t *)b, L->block_rows = L->block_expert + w->cap / MOE_BLOCK_M, b += w->blocks;
   L->scratch = (int32_t *)b, b += w->scratch;
   L->pos = (int32_t *)b, b += w->pos;
+  L->group_first = (int32_t *)b, b += w->groups;
   L->xf = (float *)b, b += w->xf;
   L->x_scale = (float *)b, b += w->x_scale;
   L->gate = (float *)b, b += w->gate;
@@ -257,6 +261,7 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   L->alpha = c->alpha != 0.0f ? c->alpha : 1.702f;
   L->limit = c->limit != 0.0f ? c->limit : 7.0f;
   L->rsf = c->routed_scaling_factor != 0.0f ? c->routed_scaling_factor : 1.0f;
+  L->ops = moe__row_ops_get();
   return MOE_OK;
 }
 
@@ -307,23 +312,25 @@ static inline const uint8_t *moe__x_row(const moe__layer *L, int64_t m) {
   return (const uint8_t *)L->call->x + (size_t)((L->m0 + m) * L->ldx) * moe__elt(L->call->dtype);
 }
 
-/* Token m: x to f32, the shared gate, and the GEMM1 operand (bf16 copy or u8 quantization). */
+/* Token m: the shared gate and the GEMM1 operand (u8 quantization or a bf16 copy; a bf16 x is
+ * read in place). x goes through f32 only where something needs it. */
 static inline void moe__prepare_token(void *arg, int64_t m) {
   moe__layer *L = (moe__layer *)arg;
   const moe_call *c = L->call;
   float *xf = L->xf + m * L->K;
-  moe_convert_to_f32(c->dtype, moe__x_row(L, m), xf, (size_t)L->K);
-  if (L->sh && c->shared_gate) {
+  int gated = L->sh && c->shared_gate;
+  if (L->a8 || gated || c->dtype != MOE_BF16) {
+    if (c->dtype == MOE_BF16) L->ops->from_bf16((const uint16_t *)(const void *)moe__x_row(L, m), xf, L->K);
+    else moe_convert_to_f32(c->dtype, moe__x_row(L, m), xf, (size_t)L->K);
+  }
+  L->gate[m] = 1.0f;
+  if (gated) {
     float s = 0.0f;
     for (int64_t k = 0; k < L->K; k++) s += xf[k] * c->shared_gate[k];
     L->gate[m] = moe__logistic(s);
-  } else {
-    L->gate[m] = 1.0f;
   }
-  if (L->a8)
-    L->x_scale[m] = moe_quantize_row_u8(xf, L->K, (uint8_t *)L->xa + m * L->K);
-  else if (c->dtype != MOE_BF16)
-    moe_convert_from_f32(MOE_BF16, xf, (uint16_t *)L->xa + m * L->K, (size_t)L->K);
+  if (L->a8) L->x_scale[m] = L->ops->quantize_u8(xf, L->K, (uint8_t *)L->xa + m * L->K);
+  else if (c->dtype != MOE_BF16) L->ops->to_bf16(xf, (uint16_t *)L->xa + m * L->K, L->K);
 }
 
 /* The GEMM1 operand row of token m. */
@@ -365,6 +372,10 @@ static inline moe_status moe__sort_chunk(moe__layer *L) {
       L->sorted[base + m] = (int32_t)(L->mc * L->topk + m);
     }
   L->n_blocks = nb;
+  L->n_groups = 0;
+  for (int64_t b = 0; b < nb; b++)
+    if (b == 0 || L->block_expert[b] != L->block_expert[b - 1]) L->group_first[L->n_groups++] = (int32_t)b;
+  L->group_first[L->n_groups] = (int32_t)nb;
   for (int64_t b = 0; b < nb; b++)
     for (int32_t r = 0; r < L->block_rows[b]; r++) {
       int64_t s = L->sorted[b * MOE_BLOCK_M + r];
@@ -383,10 +394,9 @@ static inline const moe_experts *moe__block_experts(const moe__layer *L, int64_t
 
 static inline int64_t moe__h_panels(const moe__layer *L) { return moe__cdiv(L->N_max, MOE_NR); }
 
-/* GEMM1 task (block b, h panel p): h rows of the block, columns 32p..32p+31. */
-static inline void moe__gemm1_task(void *arg, int64_t t) {
-  const moe__layer *L = (const moe__layer *)arg;
-  int64_t b = t / moe__h_panels(L), p = t % moe__h_panels(L), e;
+/* GEMM1 of block b, h panel p: h rows of the block, columns 32p..32p+31. */
+static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p) {
+  int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
   const void *a[MOE_BLOCK_M];
   float a_scale[MOE_BLOCK_M];
@@ -426,17 +436,14 @@ static inline void moe__prepare_h(void *arg, int64_t b) {
   for (int32_t r = 0; r < L->block_rows[b]; r++) {
     int64_t row = b * MOE_BLOCK_M + r;
     const float *h = L->h + row * L->N_max;
-    if (L->a8)
-      L->h_scale[row] = moe_quantize_row_u8(h, X->N, (uint8_t *)L->ha + row * L->N_max);
-    else
-      moe_convert_from_f32(MOE_BF16, h, (uint16_t *)L->ha + row * L->N_max, (size_t)X->N);
+    if (L->a8) L->h_scale[row] = L->ops->quantize_u8(h, X->N, (uint8_t *)L->ha + row * L->N_max);
+    else L->ops->to_bf16(h, (uint16_t *)L->ha + row * L->N_max, X->N);
   }
 }
 
-/* GEMM2 task (block b, output panel p): y rows of the block, columns 32p..32p+31. */
-static inline void moe__gemm2_task(void *arg, int64_t t) {
-  const moe__layer *L = (const moe__layer *)arg;
-  int64_t np = moe__cdiv(L->K, MOE_NR), b = t / np, p = t % np, e;
+/* GEMM2 of block b, output panel p: y rows of the block, columns 32p..32p+31. */
+static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t p) {
+  int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
   const void *a[MOE_BLOCK_M];
   float row_weight[MOE_BLOCK_M];
@@ -464,6 +471,20 @@ static inline void moe__gemm2_task(void *arg, int64_t t) {
   L->kern->gemm2(&g);
 }
 
+/* GEMM tasks (expert group, panel): every block of one expert against one weight panel, so the
+ * panel comes from DRAM once and stays in cache while the expert's rows stream through it. Few
+ * experts hit (decode) still give experts x panels tasks: N is split within each expert. */
+static inline void moe__gemm1_task(void *arg, int64_t t) {
+  const moe__layer *L = (const moe__layer *)arg;
+  int64_t gi = t / moe__h_panels(L), p = t % moe__h_panels(L);
+  for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm1_block(L, b, p);
+}
+static inline void moe__gemm2_task(void *arg, int64_t t) {
+  const moe__layer *L = (const moe__layer *)arg;
+  int64_t np = moe__cdiv(L->K, MOE_NR), gi = t / np, p = t % np;
+  for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm2_block(L, b, p);
+}
+
 /* Token m: out = rsf * (sum_j y_j + routed_in) + y_shared, summed in f32 in the order j = 0..topk-1
  * and rounded once. */
 static inline void moe__combine_token(void *arg, int64_t m) {
@@ -473,11 +494,8 @@ static inline void moe__combine_token(void *arg, int64_t m) {
   const int32_t *pos = L->pos + m * L->T;
   size_t esz = moe__elt(c->dtype);
   for (int64_t k = 0; k < L->K; k++) acc[k] = 0.0f;
-  for (int32_t j = 0; j < L->topk; j++) {
-    const float *y = L->y + (int64_t)pos[j] * L->K;
-    if (pos[j] < 0) continue;
-    for (int64_t k = 0; k < L->K; k++) acc[k] += y[k];
-  }
+  for (int32_t j = 0; j < L->topk; j++)
+    if (pos[j] >= 0) L->ops->add(acc, L->y + (int64_t)pos[j] * L->K, L->K);
   if (L->routed_in) {
     const uint8_t *src = (const uint8_t *)L->routed_in + (size_t)((L->m0 + m) * L->ldo) * esz;
     for (int64_t k = 0; k < L->K; k++) {
@@ -492,19 +510,19 @@ static inline void moe__combine_token(void *arg, int64_t m) {
     }
   }
   for (int64_t k = 0; k < L->K; k++) acc[k] *= L->rsf;
-  if (L->sh) {
-    const float *y = L->y + (int64_t)pos[L->topk] * L->K;
-    for (int64_t k = 0; k < L->K; k++) acc[k] += y[k];
-  }
-  moe_convert_from_f32(c->dtype, acc, (uint8_t *)c->out + (size_t)((L->m0 + m) * L->ldo) * esz, (size_t)L->K);
+  if (L->sh) L->ops->add(acc, L->y + (int64_t)pos[L->topk] * L->K, L->K);
+  if (c->dtype == MOE_BF16)
+    L->ops->to_bf16(acc, (uint16_t *)(void *)((uint8_t *)c->out + (size_t)((L->m0 + m) * L->ldo) * esz), L->K);
+  else
+    moe_convert_from_f32(c->dtype, acc, (uint8_t *)c->out + (size_t)((L->m0 + m) * L->ldo) * esz, (size_t)L->K);
 }
 
 static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
   moe__parallel(par, moe__prepare_token, L, L->mc);
   moe__sort_chunk(L); /* ids were validated for the whole call */
-  moe__parallel(par, moe__gemm1_task, L, L->n_blocks * moe__h_panels(L));
+  moe__parallel(par, moe__gemm1_task, L, L->n_groups * moe__h_panels(L));
   moe__parallel(par, moe__prepare_h, L, L->n_blocks);
-  moe__parallel(par, moe__gemm2_task, L, L->n_blocks * moe__cdiv(L->K, MOE_NR));
+  moe__parallel(par, moe__gemm2_task, L, L->n_groups * moe__cdiv(L->K, MOE_NR));
   moe__parallel(par, moe__combine_token, L, L->mc);
 }
 

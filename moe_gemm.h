@@ -869,6 +869,60 @@ MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_6x32c4__avx512vnni(const moe_ge
 #undef MOE__CASE
 #undef MOE__TILES6
 #undef MOE__TILES12
+/* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
+static inline __mmask16 moe__tail_mask(int64_t left) { return (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1); }
+
+/* moe_quantize_row_u8 with the same bits: amax (NaN sticks), scale, x / scale rounded half to even. */
+MOE__AVX512_BASE float moe__quantize_row_u8_avx512(const float *x, int64_t n, uint8_t *q) {
+  __m512 vmax = _mm512_setzero_ps(), vscale;
+  __mmask16 nan = 0;
+  float amax, scale;
+  for (int64_t i = 0; i < n; i += 16) {
+    __m512 v = _mm512_maskz_loadu_ps(moe__tail_mask(n - i), x + i);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    vmax = _mm512_max_ps(vmax, _mm512_abs_ps(v));
+  }
+  amax = nan ? NAN : _mm512_reduce_max_ps(vmax);
+  scale = (amax < 1e-7f ? 1e-7f : amax) / 127.0f;
+  vscale = _mm512_set1_ps(scale);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(mk, x + i), vscale);
+    v = _mm512_min_ps(_mm512_set1_ps(127.0f), _mm512_max_ps(_mm512_set1_ps(-127.0f), v));
+    __m512i qi = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), _mm512_set1_epi32(128));
+    _mm_mask_storeu_epi8(q + i, mk, _mm512_cvtepi32_epi8(qi)); /* NaN -> INT_MIN + 128 -> byte 128 */
+  }
+  return scale;
+}
+
+/* f32 -> bf16, round to nearest even, NaN quieted: moe_f32_to_bf16 on 16 lanes. */
+MOE__AVX512_BASE void moe__f32_to_bf16_avx512(const float *src, uint16_t *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    __m512i u = _mm512_maskz_loadu_epi32(mk, src + i);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    _mm256_mask_storeu_epi16(dst + i, mk, _mm512_cvtepi32_epi16(r));
+  }
+}
+
+MOE__AVX512_BASE void moe__bf16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    __m512i v = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, src + i)), 16);
+    _mm512_mask_storeu_ps(dst + i, mk, _mm512_castsi512_ps(v));
+  }
+}
+
+/* acc[k] += y[k] over n floats. */
+MOE__AVX512_BASE void moe__add_row_avx512(float *acc, const float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    _mm512_mask_storeu_ps(acc + i, mk, _mm512_add_ps(_mm512_maskz_loadu_ps(mk, acc + i), _mm512_maskz_loadu_ps(mk, y + i)));
+  }
+}
 #endif /* AVX-512 */
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
@@ -978,6 +1032,38 @@ MOE_API moe_isa moe_get_isa(void) {
   moe_isa best = moe__best_isa();
   moe_isa cap = (moe_isa)*moe__isa_cap();
   return cap < best ? cap : best;
+}
+
+
+/* ---- row operations of the layer (quantize and convert rows, accumulate), per tier ------------ */
+typedef struct moe__row_ops {
+  float (*quantize_u8)(const float *x, int64_t n, uint8_t *q);
+  void (*to_bf16)(const float *src, uint16_t *dst, int64_t n);
+  void (*from_bf16)(const uint16_t *src, float *dst, int64_t n);
+  void (*add)(float *acc, const float *y, int64_t n);
+} moe__row_ops;
+
+static inline void moe__f32_to_bf16_scalar(const float *src, uint16_t *dst, int64_t n) {
+  moe_convert_from_f32(MOE_BF16, src, dst, (size_t)n);
+}
+static inline void moe__bf16_to_f32_scalar(const uint16_t *src, float *dst, int64_t n) {
+  moe_convert_to_f32(MOE_BF16, src, dst, (size_t)n);
+}
+static inline void moe__add_row_scalar(float *acc, const float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) acc[i] += y[i];
+}
+
+/* The row operations of the current tier: the same bits on every tier. */
+static inline const moe__row_ops *moe__row_ops_get(void) {
+  static const moe__row_ops scalar = {moe_quantize_row_u8, moe__f32_to_bf16_scalar, moe__bf16_to_f32_scalar,
+                                      moe__add_row_scalar};
+#ifdef MOE__HAVE_AVX512
+  static const moe__row_ops avx512 = {moe__quantize_row_u8_avx512, moe__f32_to_bf16_avx512, moe__bf16_to_f32_avx512,
+                                      moe__add_row_avx512};
+  if (*moe__isa_cap() >= MOE_ISA_AVX512 && (moe_cpu_features() & MOE__CPU_AVX512_BASE) == MOE__CPU_AVX512_BASE)
+    return &avx512;
+#endif
+  return &scalar;
 }
 
 #endif /* MOE_GEMM_IMPLEMENTATION_DONE */

@@ -76,11 +76,12 @@ static inline double orc_round_bf16(double v) {
   double r = orc_round_fmt(v, 7, -126);
   return fabs(r) >= ldexp(1.0, 128) ? copysign(INFINITY, v) : r;
 }
-/* bits of an exactly representable finite value (or +-Inf when inf_ok) in a format of ebits/mbits */
+/* bits of an exactly representable value (+-Inf and NaN included) in a format of ebits/mbits */
 static inline uint32_t orc_encode(double v, int ebits, int mbits) {
   int bias = (1 << (ebits - 1)) - 1;
   uint32_t s = (v < 0 || (v == 0 && signbit(v))) ? 1u : 0u, bits;
   double a = fabs(v);
+  if (a != a) return ((1u << ebits) - 1u) << mbits | 1u << (mbits - 1); /* quiet NaN */
   if (a == 0) bits = 0;
   else if (isinf(a)) bits = ((1u << ebits) - 1u) << mbits;
   else {

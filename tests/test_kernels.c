@@ -49,9 +49,10 @@ static void *pack_random(test_rng *r, moe_precision p, int64_t N, int64_t K, moe
 
 /* Runs kernel fn over one panel and returns the output block (poisoned around the written part). */
 static float *run(moe_gemm_ukernel fn, const moe_gemm_args *proto, int64_t ldc) {
-  float *c = (float *)test_malloc((size_t)(proto->mr * ldc) * 4);
+  size_t count = (size_t)(uint32_t)proto->mr * (size_t)(uint32_t)ldc;
+  float *c = (float *)test_malloc(count * 4);
   moe_gemm_args g = *proto;
-  test_poison(c, (size_t)(proto->mr * ldc) * 4);
+  test_poison(c, count * 4);
   g.c = c, g.ldc = ldc;
   fn(&g);
   return c;
@@ -140,6 +141,42 @@ static void sweep_case(test_rng *r, const moe_gemm_config *fast, const moe_gemm_
   free(buf), free(bias);
 }
 
+/* The vectorized row operations give the same bits as the scalar ones (tails, NaN, Inf, ties). */
+static int test_row_ops(test_rng *r) {
+#ifdef MOE__HAVE_AVX512
+  const int64_t ns[] = {1, 15, 16, 17, 100, 2048 + 3};
+  if ((moe_cpu_features() & MOE__CPU_AVX512_BASE) != MOE__CPU_AVX512_BASE) return 0;
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+    for (int kind = 0; kind < 4; kind++) {
+      int64_t n = ns[i];
+      float *x = (float *)test_malloc((size_t)n * 4), *f1 = (float *)test_malloc((size_t)n * 4), *f2 = (float *)test_malloc((size_t)n * 4);
+      uint8_t *q1 = (uint8_t *)test_malloc((size_t)n), *q2 = (uint8_t *)test_malloc((size_t)n);
+      uint16_t *b1 = (uint16_t *)test_malloc((size_t)n * 2), *b2 = (uint16_t *)test_malloc((size_t)n * 2);
+      float s1, s2;
+      for (int64_t k = 0; k < n; k++) x[k] = (float)test_normal(r) * (kind == 3 ? 1e-39f : 3.0f);
+      if (kind == 1) x[n / 2] = NAN;
+      if (kind == 2) x[n - 1] = -INFINITY;
+      if (n > 4 && kind == 0) x[1] = 127.0f * 2.5f / 127.0f, x[2] = 1.0f + 1.0f / 256; /* a quantization tie, a bf16 tie */
+      test_poison(q1, (size_t)n), test_poison(q2, (size_t)n);
+      s1 = moe_quantize_row_u8(x, n, q1);
+      s2 = moe__quantize_row_u8_avx512(x, n, q2);
+      CHECK(memcmp(&s1, &s2, 4) == 0 && (kind != 0 || memcmp(q1, q2, (size_t)n) == 0), "quantize row n=%lld kind=%d", (long long)n, kind);
+      moe__f32_to_bf16_scalar(x, b1, n);
+      moe__f32_to_bf16_avx512(x, b2, n);
+      CHECK(memcmp(b1, b2, (size_t)n * 2) == 0, "f32->bf16 n=%lld kind=%d", (long long)n, kind);
+      moe__bf16_to_f32_scalar(b1, f1, n);
+      moe__bf16_to_f32_avx512(b1, f2, n);
+      CHECK(memcmp(f1, f2, (size_t)n * 4) == 0, "bf16->f32 n=%lld kind=%d", (long long)n, kind);
+      free(x), free(f1), free(f2), free(q1), free(q2), free(b1), free(b2);
+    }
+  printf("row operations avx512 vs scalar: %s\n", test_failures ? "FAILED" : "ok");
+  return 1;
+#else
+  (void)r;
+  return 0;
+#endif
+}
+
 int main(void) {
   test_rng r = {2026};
   const moe_precision precs[] = {MOE_PREC_BF16, MOE_PREC_FP16, MOE_PREC_INT8};
@@ -167,6 +204,7 @@ int main(void) {
       tested++;
       printf("%s vs scalar: %s\n", fast->name, test_failures > before ? "FAILED" : "ok");
     }
+  tested += test_row_ops(&r);
   if (!tested) {
     printf("no fast kernel runs on this CPU (%d skipped)\n", skipped);
     return TEST_SKIP;
