@@ -647,6 +647,12 @@ MOE_API uint32_t moe_cpu_features(void) {
 #define MOE__AVX512_VNNI __attribute__((target(MOE__T_BASE ",avx512vnni"))) static inline
 #define MOE__AVX512_BF16 __attribute__((target(MOE__T_BASE ",avx512bf16"))) static inline
 #define MOE__INLINE __attribute__((always_inline))
+/* Full unrolling of the row and vector loops keeps the accumulators in registers. */
+#if defined(__clang__)
+#define MOE__UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define MOE__UNROLL _Pragma("GCC unroll 16")
+#endif
 #define MOE__CPU_AVX512_BASE (MOE_CPU_AVX512F | MOE_CPU_AVX512BW | MOE_CPU_AVX512VL | MOE_CPU_AVX512DQ)
 
 /* e^x: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor polynomial, then p * 2^n by vscalefps (which
@@ -692,21 +698,22 @@ static inline __mmask16 moe__mask_lo(int32_t nr) { return (__mmask16)(nr >= 16 ?
 static inline __mmask16 moe__mask_hi(int32_t nr) { return (__mmask16)(nr >= 32 ? 0xFFFF : nr > 16 ? (1u << (nr - 16)) - 1 : 0); }
 
 /* Epilogues on one row: acc = 4 vectors (gate lo, gate hi, up lo, up hi) or 2 (gemm2). */
-MOE__AVX512_BASE MOE__INLINE void moe__gemm1_store_avx512(const moe_gemm_args *g, int32_t r, const __m512 acc[4]) {
+MOE__AVX512_BASE MOE__INLINE void moe__gemm1_store_avx512(const moe_gemm_args *g, int32_t r, __m512 g0, __m512 g1,
+                                                         __m512 u0, __m512 u1) {
   __mmask16 mk[2];
   mk[0] = moe__mask_lo(g->nr), mk[1] = moe__mask_hi(g->nr);
   for (int h = 0; h < 2; h++) {
-    __m512 gv = acc[h], uv = acc[2 + h];
+    __m512 gv = h ? g1 : g0, uv = h ? u1 : u0;
     if (g->bias) gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(mk[h], g->bias + 16 * h));
     if (g->bias_up) uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(mk[h], g->bias_up + 16 * h));
     _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk[h], moe__act_avx512(g->act, gv, uv, g->alpha, g->limit));
   }
 }
-MOE__AVX512_BASE MOE__INLINE void moe__gemm2_store_avx512(const moe_gemm_args *g, int32_t r, const __m512 acc[2]) {
+MOE__AVX512_BASE MOE__INLINE void moe__gemm2_store_avx512(const moe_gemm_args *g, int32_t r, __m512 v0, __m512 v1) {
   __mmask16 mk[2];
   mk[0] = moe__mask_lo(g->nr), mk[1] = moe__mask_hi(g->nr);
   for (int h = 0; h < 2; h++) {
-    __m512 v = acc[h];
+    __m512 v = h ? v1 : v0;
     if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk[h], g->bias + 16 * h));
     _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk[h], _mm512_mul_ps(v, _mm512_set1_ps(g->row_weight[r])));
   }
@@ -729,52 +736,73 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
 
 #define MOE__PF_DIST 1024 /* bytes ahead of the weight stream to prefetch when few rows share it */
 
+/* ---- the tile kernels ------------------------------------------------------------------------
+ * One k step = one k-group (KR k) of every row in the tile against the panel's 64-byte lines.
+ * The loop runs over the full groups; a partial last group (kred not a multiple of KR) runs once
+ * more with activations padded by zeros, so no row is read past kred. */
+#define MOE__A_BCAST(r, i, full) \
+  _mm512_set1_epi32((int)((full) ? moe__load_u32(a[r] + 4 * (size_t)(i)) : moe__a_group(a[r], i, g->kred, 4, elt)))
+
+/* gemm1 step: 4 accumulators per row (gate lo/hi, up lo/hi). */
+#define MOE__GEMM1_STEP(DP, CAST, i, full)                                                        \
+  do {                                                                                           \
+    const size_t off_ = (size_t)(i) * 128;                                                       \
+    const CAST g0_ = (CAST)_mm512_loadu_si512(wg + off_), g1_ = (CAST)_mm512_loadu_si512(wg + off_ + 64); \
+    const CAST u0_ = (CAST)_mm512_loadu_si512(wu + off_), u1_ = (CAST)_mm512_loadu_si512(wu + off_ + 64); \
+    if (MR <= 2) {                                                                               \
+      _mm_prefetch((const char *)(wg + off_ + MOE__PF_DIST), _MM_HINT_T0);                       \
+      _mm_prefetch((const char *)(wu + off_ + MOE__PF_DIST), _MM_HINT_T0);                       \
+    }                                                                                            \
+    MOE__UNROLL for (int r = 0; r < MR; r++) {                                                   \
+      const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                           \
+      c0[r] = DP(c0[r], av_, g0_), c1[r] = DP(c1[r], av_, g1_);                                  \
+      c2[r] = DP(c2[r], av_, u0_), c3[r] = DP(c3[r], av_, u1_);                                  \
+    }                                                                                            \
+  } while (0)
+
+/* gemm2 step: 2 accumulators per row. */
+#define MOE__GEMM2_STEP(DP, CAST, i, full)                                                        \
+  do {                                                                                           \
+    const size_t off_ = (size_t)(i) * 128;                                                       \
+    const CAST w0_ = (CAST)_mm512_loadu_si512(w + off_), w1_ = (CAST)_mm512_loadu_si512(w + off_ + 64); \
+    if (MR <= 2) _mm_prefetch((const char *)(w + off_ + MOE__PF_DIST), _MM_HINT_T0);              \
+    MOE__UNROLL for (int r = 0; r < MR; r++) {                                                   \
+      const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                           \
+      c0[r] = DP(c0[r], av_, w0_), c1[r] = DP(c1[r], av_, w1_);                                  \
+    }                                                                                            \
+  } while (0)
+
+/* The k loop of a tile: full groups, then the partial one. */
+#define MOE__K_LOOP(STEP, DP, CAST, KR)                               \
+  do {                                                                \
+    const int64_t full_ = g->kred / (KR);                             \
+    for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);         \
+    if (g->kred % (KR)) STEP(DP, CAST, full_, 0);                     \
+  } while (0)
+
 /* ---- BF16: c2 panels, vdpbf16ps ---------------------------------------------------------------- */
-/* gemm1 for MR rows starting at r0: gate and up panels read in lockstep, 4 accumulators per row. */
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *wg = g->w, *wu = g->w + g->panel_bytes;
-  const int64_t ng = (g->kred + 1) / 2;
-  __m512 acc[6][4];
-  for (int r = 0; r < MR; r++)
-    for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < ng; i++) {
-    const size_t off = (size_t)i * 128;
-    __m512bh g0 = (__m512bh)_mm512_loadu_si512(wg + off), g1 = (__m512bh)_mm512_loadu_si512(wg + off + 64);
-    __m512bh u0 = (__m512bh)_mm512_loadu_si512(wu + off), u1 = (__m512bh)_mm512_loadu_si512(wu + off + 64);
-    if (MR <= 2) {
-      _mm_prefetch((const char *)(wg + off + MOE__PF_DIST), _MM_HINT_T0);
-      _mm_prefetch((const char *)(wu + off + MOE__PF_DIST), _MM_HINT_T0);
-    }
-    for (int r = 0; r < MR; r++) {
-      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
-      __m512bh av = (__m512bh)_mm512_set1_epi32((int)(2 * i + 2 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 2)));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, g0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, g1);
-      acc[r][2] = _mm512_dpbf16_ps(acc[r][2], av, u0);
-      acc[r][3] = _mm512_dpbf16_ps(acc[r][3], av, u1);
-    }
+  const uint8_t *wg = g->w, *wu = g->w + g->panel_bytes, *a[6];
+  const size_t elt = 2;
+  __m512 c0[6], c1[6], c2[6], c3[6];
+  MOE__UNROLL for (int r = 0; r < MR; r++) {
+    a[r] = (const uint8_t *)g->a[r0 + r];
+    c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
   }
-  for (int r = 0; r < MR; r++) moe__gemm1_store_avx512(g, r0 + r, acc[r]);
+  MOE__K_LOOP(MOE__GEMM1_STEP, _mm512_dpbf16_ps, __m512bh, 2);
+  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm1_store_avx512(g, r0 + r, c0[r], c1[r], c2[r], c3[r]);
 }
 
-/* gemm2 for MR rows starting at r0: one panel, 2 accumulators per row. */
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *w = g->w;
-  const int64_t ng = (g->kred + 1) / 2;
-  __m512 acc[12][2];
-  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < ng; i++) {
-    const size_t off = (size_t)i * 128;
-    __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + off), w1 = (__m512bh)_mm512_loadu_si512(w + off + 64);
-    if (MR <= 2) _mm_prefetch((const char *)(w + off + MOE__PF_DIST), _MM_HINT_T0);
-    for (int r = 0; r < MR; r++) {
-      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
-      __m512bh av = (__m512bh)_mm512_set1_epi32((int)(2 * i + 2 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 2)));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, w0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, w1);
-    }
+  const uint8_t *w = g->w, *a[12];
+  const size_t elt = 2;
+  __m512 c0[12], c1[12];
+  MOE__UNROLL for (int r = 0; r < MR; r++) {
+    a[r] = (const uint8_t *)g->a[r0 + r];
+    c0[r] = c1[r] = _mm512_setzero_ps();
   }
-  for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, acc[r]);
+  MOE__K_LOOP(MOE__GEMM2_STEP, _mm512_dpbf16_ps, __m512bh, 2);
+  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, c0[r], c1[r]);
 }
 
 /* ---- INT8: c4 panels with comp/scale header, vpdpbusd ------------------------------------------ */
@@ -788,62 +816,39 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
 }
 
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *wg = g->w + MOE_NR * 8, *wu = g->w + g->panel_bytes + MOE_NR * 8;
-  const int64_t ng = (g->kred + 3) / 4;
-  __m512i acc[6][4];
-  __m512 f[4];
-  for (int r = 0; r < MR; r++)
-    for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_si512();
-  for (int64_t i = 0; i < ng; i++) {
-    const size_t off = (size_t)i * 128;
-    __m512i g0 = _mm512_loadu_si512(wg + off), g1 = _mm512_loadu_si512(wg + off + 64);
-    __m512i u0 = _mm512_loadu_si512(wu + off), u1 = _mm512_loadu_si512(wu + off + 64);
-    if (MR <= 2) {
-      _mm_prefetch((const char *)(wg + off + MOE__PF_DIST), _MM_HINT_T0);
-      _mm_prefetch((const char *)(wu + off + MOE__PF_DIST), _MM_HINT_T0);
-    }
-    for (int r = 0; r < MR; r++) {
-      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
-      __m512i av = _mm512_set1_epi32((int)(4 * i + 4 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 1)));
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, g0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, g1);
-      acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], av, u0);
-      acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], av, u1);
-    }
+  const uint8_t *pg = g->w, *pu = g->w + g->panel_bytes, *wg = pg + MOE_NR * 8, *wu = pu + MOE_NR * 8, *a[6];
+  const size_t elt = 1;
+  __m512i c0[6], c1[6], c2[6], c3[6];
+  MOE__UNROLL for (int r = 0; r < MR; r++) {
+    a[r] = (const uint8_t *)g->a[r0 + r];
+    c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_si512();
   }
-  for (int r = 0; r < MR; r++) {
+  MOE__K_LOOP(MOE__GEMM1_STEP, _mm512_dpbusd_epi32, __m512i, 4);
+  MOE__UNROLL for (int r = 0; r < MR; r++) {
     float s = g->a_scale[r0 + r];
-    f[0] = moe__qc8_dequant(acc[r][0], g->w, 0, s);
-    f[1] = moe__qc8_dequant(acc[r][1], g->w, 1, s);
-    f[2] = moe__qc8_dequant(acc[r][2], g->w + g->panel_bytes, 0, s);
-    f[3] = moe__qc8_dequant(acc[r][3], g->w + g->panel_bytes, 1, s);
-    moe__gemm1_store_avx512(g, r0 + r, f);
+    moe__gemm1_store_avx512(g, r0 + r, moe__qc8_dequant(c0[r], pg, 0, s), moe__qc8_dequant(c1[r], pg, 1, s),
+                            moe__qc8_dequant(c2[r], pu, 0, s), moe__qc8_dequant(c3[r], pu, 1, s));
   }
 }
 
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *w = g->w + MOE_NR * 8;
-  const int64_t ng = (g->kred + 3) / 4;
-  __m512i acc[12][2];
-  __m512 f[2];
-  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-  for (int64_t i = 0; i < ng; i++) {
-    const size_t off = (size_t)i * 128;
-    __m512i w0 = _mm512_loadu_si512(w + off), w1 = _mm512_loadu_si512(w + off + 64);
-    if (MR <= 2) _mm_prefetch((const char *)(w + off + MOE__PF_DIST), _MM_HINT_T0);
-    for (int r = 0; r < MR; r++) {
-      const uint8_t *a = (const uint8_t *)g->a[r0 + r];
-      __m512i av = _mm512_set1_epi32((int)(4 * i + 4 <= g->kred ? moe__load_u32(a + 4 * i) : moe__a_group(a, i, g->kred, 4, 1)));
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, w0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, w1);
-    }
+  const uint8_t *w = g->w + MOE_NR * 8, *a[12];
+  const size_t elt = 1;
+  __m512i c0[12], c1[12];
+  MOE__UNROLL for (int r = 0; r < MR; r++) {
+    a[r] = (const uint8_t *)g->a[r0 + r];
+    c0[r] = c1[r] = _mm512_setzero_si512();
   }
-  for (int r = 0; r < MR; r++) {
-    f[0] = moe__qc8_dequant(acc[r][0], g->w, 0, g->a_scale[r0 + r]);
-    f[1] = moe__qc8_dequant(acc[r][1], g->w, 1, g->a_scale[r0 + r]);
-    moe__gemm2_store_avx512(g, r0 + r, f);
+  MOE__K_LOOP(MOE__GEMM2_STEP, _mm512_dpbusd_epi32, __m512i, 4);
+  MOE__UNROLL for (int r = 0; r < MR; r++) {
+    float s = g->a_scale[r0 + r];
+    moe__gemm2_store_avx512(g, r0 + r, moe__qc8_dequant(c0[r], g->w, 0, s), moe__qc8_dequant(c1[r], g->w, 1, s));
   }
 }
+#undef MOE__A_BCAST
+#undef MOE__GEMM1_STEP
+#undef MOE__GEMM2_STEP
+#undef MOE__K_LOOP
 
 /* Row tiling: full tiles of TILE rows, then one tile of the remaining rows, each tile height a
  * compile-time constant so the accumulators stay in registers. */

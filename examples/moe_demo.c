@@ -7,7 +7,11 @@
  * (so it is each precision's total quantization + compute error) and the speed.
  *
  *   moe_demo [--model NAME] [--m M] [--precision LIST] [--threads T] [--experts E] [--n N]
- *            [--runs R] [--seed S]
+ *            [--runs R] [--seed S] [--all-experts]
+ *
+ * Experts that no token routes to are never read by the layer, so by default the demo leaves their
+ * weights zero instead of generating and quantizing them (the library's scalar quantizers would
+ * otherwise dominate the run time); --all-experts fills every expert.
  *
  * Exit status: 0 on success, 1 when a library call fails or an error is NaN, 2 on bad options.
  */
@@ -157,10 +161,11 @@ typedef struct plain_mat {
 static void mat_alloc(plain_mat *m, wfmt f, int64_t E, int64_t rows, int64_t cols) {
   size_t e = (size_t)E;
   m->per = mat_sizes_of(f, rows, cols);
-  m->q = (uint8_t *)xmalloc(e * m->per.q_bytes);
-  m->scale = m->per.n_scale ? (float *)xmalloc(e * m->per.n_scale * sizeof(float)) : NULL;
-  m->zero = m->per.n_zero ? (uint8_t *)xmalloc(e * m->per.n_zero) : NULL;
-  m->e8m0 = m->per.n_e8m0 ? (uint8_t *)xmalloc(e * m->per.n_e8m0) : NULL;
+  /* zeroed: the experts the demo skips stay valid all-zero weights in every format */
+  m->q = (uint8_t *)xcalloc(e, m->per.q_bytes);
+  m->scale = m->per.n_scale ? (float *)xcalloc(e * m->per.n_scale, sizeof(float)) : NULL;
+  m->zero = m->per.n_zero ? (uint8_t *)xcalloc(e, m->per.n_zero) : NULL;
+  m->e8m0 = m->per.n_e8m0 ? (uint8_t *)xcalloc(e, m->per.n_e8m0) : NULL;
 }
 
 static void mat_free(plain_mat *m) {
@@ -210,6 +215,7 @@ typedef struct options {
   int64_t M, E, N; /* E, N: 0 means the model's default (with its cut) */
   int64_t threads, runs;
   uint64_t seed;
+  int all_experts; /* generate the experts no token uses too */
   int use[MOE_PREC_COUNT];
 } options;
 
@@ -217,7 +223,7 @@ typedef struct demo {
   const model_spec *spec;
   int64_t M, K, E, Mo; /* Mo: tokens the oracle checks */
   int32_t topk, T;     /* T: slots per token in the oracle (topk, + 1 with a shared expert) */
-  int threads, runs;
+  int threads, runs, all_experts;
   uint64_t seed;
   int use[MOE_PREC_COUNT];
   uint16_t *x;           /* [M, K] bf16 activations                                   */
@@ -227,6 +233,7 @@ typedef struct demo {
   float *gate_vec;       /* [K] Qwen1.5-MoE shared-expert gate, or NULL               */
   float *tw;             /* [M, topk] routing weights                                 */
   int32_t *ids;          /* [M, topk] routed experts                                  */
+  char *hit;             /* [E] nonzero for the experts some token routes to          */
   int64_t n_hit;         /* distinct experts the M tokens hit                         */
   double *shared_scale;  /* [Mo] sigmoid(x . gate), or 1                              */
   double *slot_y;        /* [Mo, T, K] oracle: each slot's weighted expert output     */
@@ -238,7 +245,7 @@ typedef struct demo {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: moe_demo [--model NAME] [--m M] [--precision LIST] [--threads T] [--experts E]\n"
-          "                [--n N] [--runs R] [--seed S]\n"
+          "                [--n N] [--runs R] [--seed S] [--all-experts]\n"
           "  --model      qwen3-30b-a3b (default), mixtral-8x7b, deepseek-v3, qwen1.5-moe-a2.7b,\n"
           "               gpt-oss-20b, llama-4-scout\n"
           "  --m          tokens (default 8)\n"
@@ -247,7 +254,8 @@ static void usage(FILE *f) {
           "  --experts    routed experts kept (default: all; 16 for deepseek-v3, 4 for llama-4-scout)\n"
           "  --n          expert intermediate size (default: the model's; 3584 for mixtral-8x7b)\n"
           "  --runs       timed runs, median reported (default 5)\n"
-          "  --seed       random seed (default 1)\n");
+          "  --seed       random seed (default 1)\n"
+          "  --all-experts  generate the experts no token routes to as well (default: left zero)\n");
 }
 
 static int parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *v) {
@@ -304,6 +312,9 @@ static int parse_options(int argc, char **argv, options *o) {
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);
+    } else if (strcmp(a, "--all-experts") == 0) {
+      o->all_experts = 1;
+      continue; /* the only flag without a value */
     } else if (strcmp(a, "--model") == 0) bad = !(o->model = find_model(v));
     else if (strcmp(a, "--m") == 0) bad = parse_int(a, v, 1, 1 << 20, &o->M);
     else if (strcmp(a, "--precision") == 0) bad = parse_precisions(v, o->use);
@@ -337,7 +348,7 @@ static int setup_threads(int64_t requested) {
 #endif
 }
 
-/* x ~ N(0, 1) in bf16; logits ~ N(0, 1) plus a per-expert popularity N(0, 1), so some experts are
+/* x ~ N(0, 1) in bf16; logits ~ N(0, 1) plus a per-expert popularity N(0, 0.7^2), so some experts are
  * hot and some cold, as in trained routers; small random correction bias and gate vector. */
 static void make_inputs(demo *d) {
   uint64_t s = mix_seed(d->seed ^ 0x1D);
@@ -348,7 +359,7 @@ static void make_inputs(demo *d) {
     d->x[i] = moe_f32_to_bf16(rng_normal(&s));
     d->xf[i] = moe_bf16_to_f32(d->x[i]);
   }
-  fill_normal(pop, d->E, 1.0f, &s);
+  fill_normal(pop, d->E, 0.7f, &s);
   d->logits = (float *)xmalloc((size_t)(d->M * d->E) * sizeof *d->logits);
   for (int64_t i = 0; i < d->M * d->E; i++) d->logits[i] = rng_normal(&s) + pop[i % d->E];
   free(pop);
@@ -365,7 +376,6 @@ static void make_inputs(demo *d) {
 static moe_status route_tokens(demo *d) {
   moe_router r;
   moe_status st;
-  char *hit = (char *)xcalloc((size_t)d->E, 1);
   memset(&r, 0, sizeof r);
   r.kind = d->spec->route, r.E = (int32_t)d->E, r.topk = d->topk;
   r.n_group = d->spec->n_group, r.topk_group = d->spec->topk_group;
@@ -374,10 +384,10 @@ static moe_status route_tokens(demo *d) {
   d->tw = (float *)xmalloc((size_t)(d->M * d->topk) * sizeof *d->tw);
   d->ids = (int32_t *)xmalloc((size_t)(d->M * d->topk) * sizeof *d->ids);
   st = moe_route(&r, d->logits, MOE_F32, d->M, d->tw, d->ids);
+  d->hit = (char *)xcalloc((size_t)d->E, 1);
   d->n_hit = 0;
   for (int64_t i = 0; st == MOE_OK && i < d->M * d->topk; i++)
-    if (!hit[d->ids[i]]++) d->n_hit++;
-  free(hit);
+    if (!d->hit[d->ids[i]]++) d->n_hit++;
   return st;
 }
 
@@ -391,7 +401,7 @@ static int demo_init(demo *d, const options *o) {
   d->E = o->E ? o->E : (sp->cut_E ? sp->cut_E : sp->E);
   d->Mo = d->M < ORACLE_TOKENS ? d->M : ORACLE_TOKENS;
   d->T = d->topk + (sp->shared_N ? 1 : 0);
-  d->runs = (int)o->runs, d->seed = o->seed;
+  d->runs = (int)o->runs, d->seed = o->seed, d->all_experts = o->all_experts;
   memcpy(d->use, o->use, sizeof d->use);
   d->threads = setup_threads(o->threads);
   if (d->E < d->topk || d->E > sp->E || N > sp->N) {
@@ -518,7 +528,8 @@ static void build_expert(const demo *d, stack *s, int is_shared, int64_t e) {
   expert_free(&w);
 }
 
-/* All experts of a stack, expert by expert (in parallel), so only a few f32 experts live at once. */
+/* The experts of a stack that the layer reads (all with --all-experts), expert by expert (in
+ * parallel), so only a few f32 experts live at once. */
 static void build_stack(const demo *d, stack *s, int is_shared) {
   for (int p = 0; p < MOE_PREC_COUNT; p++) {
     wfmt f = fmt_of((moe_precision)p);
@@ -533,7 +544,8 @@ static void build_stack(const demo *d, stack *s, int is_shared) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1)
 #endif
-  for (int64_t e = 0; e < s->E; e++) build_expert(d, s, is_shared, e);
+  for (int64_t e = 0; e < s->E; e++)
+    if (is_shared || d->all_experts || d->hit[e]) build_expert(d, s, is_shared, e);
 }
 
 static void stack_free_format(stack *s, wfmt f) {
@@ -660,8 +672,9 @@ static void print_header(const demo *d) {
   if (sp->act == MOE_ACT_SWIGLU_OAI) printf("  activation: swiglu-oai (alpha 1.702, limit 7), biases, gate/up interleaved\n");
   if (d->E < sp->E) printf("  note: experts cut from %lld to %lld to keep memory modest (--experts)\n", (long long)sp->E, (long long)d->E);
   if (d->routed.N < sp->N) printf("  note: intermediate size cut from %lld to %lld to keep memory modest (--n)\n", (long long)sp->N, (long long)d->routed.N);
-  printf("  experts hit: %lld of %lld; error vs float64 oracle on f32 weights, first %lld token(s); "
-         "median of %d runs\n", (long long)d->n_hit, (long long)d->E, (long long)d->Mo, d->runs);
+  printf("  experts hit: %lld of %lld%s; error vs float64 oracle on f32 weights, first %lld token(s); "
+         "median of %d runs\n", (long long)d->n_hit, (long long)d->E,
+         d->all_experts || d->n_hit == d->E ? "" : " (the others, never read, hold zero weights)", (long long)d->Mo, d->runs);
 }
 
 static void print_table_head(void) {
@@ -705,7 +718,7 @@ int main(int argc, char **argv) {
     release_format(&d, (moe_precision)p);
   }
   stack_free(&d.routed), stack_free(&d.shared);
-  free(d.x), free(d.xf), free(d.logits), free(d.corr_bias), free(d.gate_vec), free(d.tw), free(d.ids);
+  free(d.x), free(d.xf), free(d.logits), free(d.corr_bias), free(d.gate_vec), free(d.tw), free(d.ids), free(d.hit);
   free(d.shared_scale), free(d.slot_y), free(d.ref);
   return rc;
 }

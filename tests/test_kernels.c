@@ -157,7 +157,7 @@ static int test_row_ops(test_rng *r) {
       if (kind == 1) x[n / 2] = NAN;
       if (kind == 2) x[n - 1] = -INFINITY;
       if (n > 4 && kind == 0) x[1] = 127.0f * 2.5f / 127.0f, x[2] = 1.0f + 1.0f / 256; /* a quantization tie, a bf16 tie */
-      test_poison(q1, (size_t)n), test_poison(q2, (size_t)n);
+      test_poison(q1, (size_t)(uint32_t)n), test_poison(q2, (size_t)(uint32_t)n);
       s1 = moe_quantize_row_u8(x, n, q1);
       s2 = moe__quantize_row_u8_avx512(x, n, q2);
       CHECK(memcmp(&s1, &s2, 4) == 0 && (kind != 0 || memcmp(q1, q2, (size_t)n) == 0), "quantize row n=%lld kind=%d", (long long)n, kind);

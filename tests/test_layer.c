@@ -39,6 +39,7 @@ static double tol_of(moe_precision p, moe_dtype t) {
 }
 
 static double max_err[MOE_PREC_COUNT][3];
+static uint64_t seed_base = 0; /* --seed: another draw of every case's data */
 static int n_cases = 0;
 
 static int is_4bit(moe_precision p) {
@@ -389,7 +390,7 @@ static orc_spec spec_of(moe_precision p, int64_t E, int64_t N, int64_t K, int bi
   s.N = N;
   s.K = K;
   s.bias = bias;
-  s.seed = seed;
+  s.seed = seed + seed_base;
   return s;
 }
 static call_spec call_of(moe_dtype t, int64_t M, int32_t topk, moe_activation act, uint64_t seed, const char *what) {
@@ -399,7 +400,7 @@ static call_spec call_of(moe_dtype t, int64_t M, int32_t topk, moe_activation ac
   c.M = M;
   c.topk = topk;
   c.act = act;
-  c.seed = seed;
+  c.seed = seed + seed_base;
   c.what = what;
   return c;
 }
@@ -573,7 +574,7 @@ static void test_models(void) {
     layer L;
     moe_router rt;
     float cb[16];
-    test_rng r = {seed++};
+    test_rng r = {seed_base + seed++};
     orc_spec s = spec_of(MOE_PREC_FP8, 16, 2048, 7168, 0, seed++);
     t0 = now_s();
     layer_make(&L, &s, 2048, 0);
@@ -787,26 +788,45 @@ static void test_inplace_chunks(void) {
   }
 }
 
-int main(int argc, char **argv) {
-  double t0 = now_s(), t;
-  int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* skips the real model shapes */
-  printf("# precision act bias shared dtype M E N K topk rel_err tol what\n");
-  test_matrix();
-  fprintf(stderr, "matrix: %.1f s\n", (t = now_s()) - t0);
-  test_reference();
-  fprintf(stderr, "reference: %.1f s\n", now_s() - t);
-  t = now_s();
-  if (!quick) test_models();
-  test_tails();
-  fprintf(stderr, "tails: %.1f s\n", now_s() - t);
-  t = now_s();
-  test_ep();
-  test_inplace_chunks();
-  fprintf(stderr, "ep, in place, chunks: %.1f s\n", now_s() - t);
-  printf("# %d cases in %.1f s; max rel_err per precision (bf16 / fp16 / f32 out):\n", n_cases, now_s() - t0);
+static void print_table(const char *title, double err[MOE_PREC_COUNT][3]) {
+  printf("# %s: max rel_err per precision (bf16 / fp16 / f32 out), then the tolerances\n", title);
   for (int pi = 0; pi < N_PREC; pi++)
     printf("#   %-10s %.2e  %.2e  %.2e   tol %.0e %.0e %.0e\n", moe_precision_name(all_prec[pi]),
-           max_err[all_prec[pi]][0], max_err[all_prec[pi]][1], max_err[all_prec[pi]][2],
-           tol_of(all_prec[pi], MOE_BF16), tol_of(all_prec[pi], MOE_F16), tol_of(all_prec[pi], MOE_F32));
+           err[all_prec[pi]][0], err[all_prec[pi]][1], err[all_prec[pi]][2], tol_of(all_prec[pi], MOE_BF16),
+           tol_of(all_prec[pi], MOE_F16), tol_of(all_prec[pi], MOE_F32));
+}
+
+/* Runs every section on every ISA tier this machine has (moe_set_isa), the real model shapes on the
+ * best tier only. Options: --quick (no model shapes), --seed N (another draw of all the data). */
+int main(int argc, char **argv) {
+  double t0 = now_s(), t, all[MOE_PREC_COUNT][3];
+  int quick = 0;
+  moe_isa best = moe_set_isa((moe_isa)(MOE_ISA_COUNT - 1));
+  memset(all, 0, sizeof all);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) quick = 1;
+    else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed_base = strtoull(argv[++i], NULL, 0) * 100003u;
+  }
+  printf("# precision act bias shared dtype M E N K topk rel_err tol what\n");
+  for (int isa = 0; isa < MOE_ISA_COUNT; isa++) {
+    if (moe_set_isa((moe_isa)isa) != (moe_isa)isa) continue;
+    printf("# isa %s\n", moe_isa_name((moe_isa)isa));
+    memset(max_err, 0, sizeof max_err);
+    t = now_s();
+    test_matrix();
+    test_reference();
+    if (!quick && isa == (int)best) test_models();
+    test_tails();
+    test_ep();
+    test_inplace_chunks();
+    fprintf(stderr, "isa %s: %.1f s\n", moe_isa_name((moe_isa)isa), now_s() - t);
+    print_table(moe_isa_name((moe_isa)isa), max_err);
+    for (int p = 0; p < MOE_PREC_COUNT; p++)
+      for (int d = 0; d < 3; d++)
+        if (max_err[p][d] > all[p][d]) all[p][d] = max_err[p][d];
+  }
+  moe_set_isa(best);
+  printf("# %d cases in %.1f s\n", n_cases, now_s() - t0);
+  print_table("all tiers", all);
   return test_finish("test_layer");
 }
