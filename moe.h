@@ -60,6 +60,24 @@ extern "C" {
 #endif
 
 
+/* Phases of a layer call, for moe_stats. */
+typedef enum moe_phase {
+  MOE_PHASE_PREPARE = 0, /* x converted or quantized per token, shared gate                     */
+  MOE_PHASE_SORT = 1,    /* slots sorted into expert row blocks                                 */
+  MOE_PHASE_GEMM1 = 2,   /* gate/up GEMM with the activation                                    */
+  MOE_PHASE_REQUANT = 3, /* h converted or quantized per slot                                   */
+  MOE_PHASE_GEMM2 = 4,   /* down GEMM with bias and top-k weight                                */
+  MOE_PHASE_COMBINE = 5, /* top-k sum, shared expert, routed scale, rounding                    */
+  MOE_PHASE_COUNT = 6
+} moe_phase;
+
+/* Optional per-phase wall time: the library calls clock() (seconds, any epoch) around each phase
+ * and adds the differences to seconds[]; the caller zeroes it. */
+typedef struct moe_stats {
+  double (*clock)(void);
+  double seconds[MOE_PHASE_COUNT];
+} moe_stats;
+
 /* One call's tensors. Zero-initialised fields mean defaults. */
 typedef struct moe_call {
   const void *x;                /* [M, K] activations of type dtype, row stride ldx              */
@@ -78,6 +96,7 @@ typedef struct moe_call {
   const moe_experts *shared;    /* optional shared expert (E = 1, same precision and K)          */
   const float *shared_gate;     /* optional [K]: shared output *= sigmoid(x . shared_gate)       */
   int64_t chunk_tokens;         /* tokens per chunk (0: MOE_DEFAULT_CHUNK)                       */
+  moe_stats *stats;             /* optional per-phase timing                                     */
 } moe_call;
 
 /* A caller's thread pool. parallel_for must call fn(arg, i) once for every i in [0, n) and return
@@ -517,13 +536,30 @@ static inline void moe__combine_token(void *arg, int64_t m) {
     moe_convert_from_f32(c->dtype, acc, (uint8_t *)c->out + (size_t)((L->m0 + m) * L->ldo) * esz, (size_t)L->K);
 }
 
+/* Ends a phase for moe_stats: adds the time since *t to its total. */
+static inline void moe__lap(const moe__layer *L, moe_phase phase, double *t) {
+  moe_stats *st = L->call->stats;
+  if (st && st->clock) {
+    double now = st->clock();
+    st->seconds[phase] += now - *t;
+    *t = now;
+  }
+}
+
 static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
+  double t = L->call->stats && L->call->stats->clock ? L->call->stats->clock() : 0.0;
   moe__parallel(par, moe__prepare_token, L, L->mc);
+  moe__lap(L, MOE_PHASE_PREPARE, &t);
   moe__sort_chunk(L); /* ids were validated for the whole call */
+  moe__lap(L, MOE_PHASE_SORT, &t);
   moe__parallel(par, moe__gemm1_task, L, L->n_groups * moe__h_panels(L));
+  moe__lap(L, MOE_PHASE_GEMM1, &t);
   moe__parallel(par, moe__prepare_h, L, L->n_blocks);
+  moe__lap(L, MOE_PHASE_REQUANT, &t);
   moe__parallel(par, moe__gemm2_task, L, L->n_groups * moe__cdiv(L->K, MOE_NR));
+  moe__lap(L, MOE_PHASE_GEMM2, &t);
   moe__parallel(par, moe__combine_token, L, L->mc);
+  moe__lap(L, MOE_PHASE_COMBINE, &t);
 }
 
 static inline moe_status moe__run(moe__layer *L, void *ws, size_t ws_size, const moe_parallel *par) {
@@ -602,7 +638,7 @@ static inline moe_status moe__forward_plan(const moe_experts *ex, const moe_rout
 MOE_API moe_status moe_forward_workspace_size(const moe_experts *ex, const moe_router *router,
                                               const moe_call *call, size_t *bytes) {
   moe_call sub;
-  size_t rb, fb;
+  size_t rb = 0, fb = 0;
   moe_status st;
   if (!bytes) return MOE_ERR_NULL;
   if ((st = moe__forward_plan(ex, router, call, &sub, &rb, &fb)) != MOE_OK) return st;
@@ -614,7 +650,7 @@ MOE_API moe_status moe_forward(const moe_experts *ex, const moe_router *router, 
                                moe_dtype logit_type, const moe_call *call, void *workspace,
                                size_t workspace_size, const moe_parallel *par) {
   moe_call sub;
-  size_t rb, fb, need;
+  size_t rb = 0, fb = 0, need = 0;
   moe_status st;
   uint8_t *ws;
   int64_t chunk;

@@ -734,7 +734,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
   return v;
 }
 
-#define MOE__PF_DIST 1024 /* bytes ahead of the weight stream to prefetch when few rows share it */
+#define MOE__PF_DIST 2048 /* bytes ahead in the weight stream that the first row tile prefetches */
 
 /* ---- the tile kernels ------------------------------------------------------------------------
  * One k step = one k-group (KR k) of every row in the tile against the panel's 64-byte lines.
@@ -749,7 +749,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
     const size_t off_ = (size_t)(i) * 128;                                                       \
     const CAST g0_ = (CAST)_mm512_loadu_si512(wg + off_), g1_ = (CAST)_mm512_loadu_si512(wg + off_ + 64); \
     const CAST u0_ = (CAST)_mm512_loadu_si512(wu + off_), u1_ = (CAST)_mm512_loadu_si512(wu + off_ + 64); \
-    if (MR <= 2) {                                                                               \
+    if (pf) {                                                                                    \
       _mm_prefetch((const char *)(wg + off_ + MOE__PF_DIST), _MM_HINT_T0);                       \
       _mm_prefetch((const char *)(wu + off_ + MOE__PF_DIST), _MM_HINT_T0);                       \
     }                                                                                            \
@@ -765,16 +765,18 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
   do {                                                                                           \
     const size_t off_ = (size_t)(i) * 128;                                                       \
     const CAST w0_ = (CAST)_mm512_loadu_si512(w + off_), w1_ = (CAST)_mm512_loadu_si512(w + off_ + 64); \
-    if (MR <= 2) _mm_prefetch((const char *)(w + off_ + MOE__PF_DIST), _MM_HINT_T0);              \
+    if (pf) _mm_prefetch((const char *)(w + off_ + MOE__PF_DIST), _MM_HINT_T0);                  \
     MOE__UNROLL for (int r = 0; r < MR; r++) {                                                   \
       const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                           \
       c0[r] = DP(c0[r], av_, w0_), c1[r] = DP(c1[r], av_, w1_);                                  \
     }                                                                                            \
   } while (0)
 
-/* The k loop of a tile: full groups, then the partial one. */
+/* The k loop of a tile: full groups, then the partial one. The first tile of a block meets the
+ * panel cold (from DRAM): it prefetches ahead; later tiles find it in cache. */
 #define MOE__K_LOOP(STEP, DP, CAST, KR)                               \
   do {                                                                \
+    const int pf = r0 == 0;                                           \
     const int64_t full_ = g->kred / (KR);                             \
     for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);         \
     if (g->kred % (KR)) STEP(DP, CAST, full_, 0);                     \

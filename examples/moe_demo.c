@@ -125,7 +125,8 @@ typedef enum wfmt { FMT_BF16, FMT_FP16, FMT_INT8, FMT_FP8, FMT_INT4, FMT_MXFP4, 
 
 /* The plain format a precision packs from (both INT4 precisions share one). */
 static wfmt fmt_of(moe_precision p) {
-  static const wfmt f[MOE_PREC_COUNT] = {FMT_BF16, FMT_FP16, FMT_INT8, FMT_FP8, FMT_INT4, FMT_INT4, FMT_MXFP4};
+  static const wfmt f[MOE_PREC_COUNT] = {FMT_BF16, FMT_FP16, FMT_INT8,  FMT_FP8,
+                                         FMT_INT4, FMT_INT4, FMT_MXFP4};
   return f[p];
 }
 
@@ -136,16 +137,14 @@ typedef struct mat_sizes {
 
 static mat_sizes mat_sizes_of(wfmt f, int64_t rows, int64_t cols) {
   mat_sizes s = {0, 0, 0, 0};
+  size_t n8 = (size_t)(rows * cols), n4 = (size_t)(rows * cdiv(cols, 2)); /* 8-bit, 4-bit codes */
   switch (f) {
   case FMT_BF16:
-  case FMT_FP16: s.q_bytes = (size_t)(rows * cols) * 2; break;
-  case FMT_INT8: s.q_bytes = (size_t)(rows * cols), s.n_scale = (size_t)rows; break;
-  case FMT_FP8: s.q_bytes = (size_t)(rows * cols), s.n_scale = (size_t)(cdiv(rows, BLOCK) * cdiv(cols, BLOCK)); break;
-  case FMT_INT4:
-    s.q_bytes = (size_t)(rows * cdiv(cols, 2));
-    s.n_scale = s.n_zero = (size_t)(rows * cdiv(cols, BLOCK));
-    break;
-  case FMT_MXFP4: s.q_bytes = (size_t)(rows * cdiv(cols, 2)), s.n_e8m0 = (size_t)(rows * cdiv(cols, 32)); break;
+  case FMT_FP16: s.q_bytes = 2 * n8; break;
+  case FMT_INT8: s.q_bytes = n8, s.n_scale = (size_t)rows; break;
+  case FMT_FP8: s.q_bytes = n8, s.n_scale = (size_t)(cdiv(rows, BLOCK) * cdiv(cols, BLOCK)); break;
+  case FMT_INT4: s.q_bytes = n4, s.n_scale = s.n_zero = (size_t)(rows * cdiv(cols, BLOCK)); break;
+  case FMT_MXFP4: s.q_bytes = n4, s.n_e8m0 = (size_t)(rows * cdiv(cols, 32)); break;
   default: break;
   }
   return s;
@@ -177,6 +176,8 @@ static void mat_free(plain_mat *m) {
 static void mat_quantize(plain_mat *m, wfmt f, int64_t e, const float *w, int64_t rows, int64_t cols) {
   uint8_t *q = m->q + (size_t)e * m->per.q_bytes;
   float *scale = m->scale ? m->scale + (size_t)e * m->per.n_scale : NULL;
+  uint8_t *zero = m->zero ? m->zero + (size_t)e * m->per.n_zero : NULL;
+  uint8_t *e8m0 = m->e8m0 ? m->e8m0 + (size_t)e * m->per.n_e8m0 : NULL;
   int64_t n = rows * cols;
   switch (f) {
   case FMT_BF16:
@@ -187,8 +188,8 @@ static void mat_quantize(plain_mat *m, wfmt f, int64_t e, const float *w, int64_
     break;
   case FMT_INT8: moe_quantize_weight_int8(w, 1, rows, cols, (int8_t *)q, scale); break;
   case FMT_FP8: moe_quantize_weight_fp8(w, 1, rows, cols, BLOCK, BLOCK, q, scale); break;
-  case FMT_INT4: moe_quantize_weight_int4(w, 1, rows, cols, BLOCK, q, scale, m->zero + (size_t)e * m->per.n_zero); break;
-  case FMT_MXFP4: moe_quantize_weight_mxfp4(w, 1, rows, cols, q, m->e8m0 + (size_t)e * m->per.n_e8m0); break;
+  case FMT_INT4: moe_quantize_weight_int4(w, 1, rows, cols, BLOCK, q, scale, zero); break;
+  case FMT_MXFP4: moe_quantize_weight_mxfp4(w, 1, rows, cols, q, e8m0); break;
   default: break;
   }
 }
@@ -279,7 +280,11 @@ static const model_spec *find_model(const char *name) {
 /* "all" or a comma-separated list of precision names; each must be compiled in. */
 static int parse_precisions(const char *list, int use[MOE_PREC_COUNT]) {
   char buf[256], *tok;
-  if (!list || strlen(list) >= sizeof buf) return -1;
+  int any = 0;
+  if (!list || strlen(list) >= sizeof buf) {
+    fprintf(stderr, "moe_demo: --precision needs a list of names\n");
+    return -1;
+  }
   strcpy(buf, list);
   memset(use, 0, MOE_PREC_COUNT * sizeof *use);
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -298,7 +303,9 @@ static int parse_precisions(const char *list, int use[MOE_PREC_COUNT]) {
       return -1;
     }
   }
-  return 0;
+  for (int p = 0; p < MOE_PREC_COUNT; p++) any |= use[p];
+  if (!any) fprintf(stderr, "moe_demo: no compiled precision in '%s'\n", list);
+  return any ? 0 : -1;
 }
 
 static int parse_options(int argc, char **argv, options *o) {
@@ -307,7 +314,7 @@ static int parse_options(int argc, char **argv, options *o) {
   parse_precisions("all", o->use);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int64_t seed;
+    int64_t seed = 0;
     int bad = 0;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
@@ -387,7 +394,7 @@ static moe_status route_tokens(demo *d) {
   d->hit = (char *)xcalloc((size_t)d->E, 1);
   d->n_hit = 0;
   for (int64_t i = 0; st == MOE_OK && i < d->M * d->topk; i++)
-    if (!d->hit[d->ids[i]]++) d->n_hit++;
+    if (!d->hit[d->ids[i]]) d->hit[d->ids[i]] = 1, d->n_hit++;
   return st;
 }
 
@@ -413,8 +420,10 @@ static int demo_init(demo *d, const options *o) {
   if (sp->shared_N) d->shared.E = 1, d->shared.N = sp->shared_N, d->shared.K = d->K;
   make_inputs(d);
   if ((st = route_tokens(d)) != MOE_OK) {
-    fprintf(stderr, "moe_demo: moe_route: %s (%s routing with E = %lld)\n", moe_status_str(st), sp->name,
-            (long long)d->E);
+    fprintf(stderr, "moe_demo: moe_route: %s\n", moe_status_str(st));
+    if (sp->n_group) /* topk must fit in the experts of the kept groups */
+      fprintf(stderr, "moe_demo: %s's grouped routing needs --experts a multiple of %d, at least %d\n",
+              sp->name, sp->n_group, sp->topk * sp->n_group / sp->topk_group);
     return -1;
   }
   d->slot_y = (double *)xcalloc((size_t)(d->Mo * d->T * d->K), sizeof *d->slot_y);
@@ -466,7 +475,8 @@ static void oracle_add(const demo *d, int is_shared, int64_t e, const expert_f32
       continue;
     }
     for (int32_t j = 0; j < d->topk; j++)
-      if (d->ids[m * d->topk + j] == e) oracle_expert(w, N, d->K, d->spec->act, x, d->tw[m * d->topk + j], h, slots + j * d->K);
+      if (d->ids[m * d->topk + j] == e)
+        oracle_expert(w, N, d->K, d->spec->act, x, d->tw[m * d->topk + j], h, slots + j * d->K);
   }
   free(h);
 }
@@ -592,7 +602,8 @@ static moe_status pack_stack(const stack *s, moe_precision p, moe_experts *ex, v
 
 /* Bytes one expert's kernels read: its packed panels (codes and scales) and its biases. */
 static double expert_bytes(const moe_experts *ex) {
-  double b = (double)ex->panels13 * (double)ex->panel13_bytes + (double)ex->panels2 * (double)ex->panel2_bytes;
+  double b = (double)ex->panels13 * (double)ex->panel13_bytes;
+  b += (double)ex->panels2 * (double)ex->panel2_bytes;
   return b + (ex->b13 ? 8.0 * (double)ex->N : 0.0) + (ex->b2 ? 4.0 * (double)ex->K : 0.0);
 }
 
@@ -665,22 +676,32 @@ static void print_header(const demo *d) {
   const model_spec *sp = d->spec;
   static const char *route[] = {"softmax", "sigmoid", "grouped", "biased grouped"};
   printf("moe_demo: %s  K %lld, N %lld, E %lld, topk %d, %s%s", sp->name, (long long)d->K,
-         (long long)d->routed.N, (long long)d->E, d->topk, route[sp->route], sp->renormalize ? " + renormalize" : "");
+         (long long)d->routed.N, (long long)d->E, d->topk, route[sp->route],
+         sp->renormalize ? " + renormalize" : "");
   if (sp->n_group) printf(" (%d groups, keep %d, rsf %.1f)", sp->n_group, sp->topk_group, sp->rsf);
   printf("  |  M %lld  |  threads %d  |  ISA %s\n", (long long)d->M, d->threads, moe_isa_name(moe_get_isa()));
-  if (sp->shared_N) printf("  shared expert: N %lld%s\n", (long long)sp->shared_N, sp->shared_gate ? ", sigmoid gate" : "");
-  if (sp->act == MOE_ACT_SWIGLU_OAI) printf("  activation: swiglu-oai (alpha 1.702, limit 7), biases, gate/up interleaved\n");
-  if (d->E < sp->E) printf("  note: experts cut from %lld to %lld to keep memory modest (--experts)\n", (long long)sp->E, (long long)d->E);
-  if (d->routed.N < sp->N) printf("  note: intermediate size cut from %lld to %lld to keep memory modest (--n)\n", (long long)sp->N, (long long)d->routed.N);
-  printf("  experts hit: %lld of %lld%s; error vs float64 oracle on f32 weights, first %lld token(s); "
-         "median of %d runs\n", (long long)d->n_hit, (long long)d->E,
-         d->all_experts || d->n_hit == d->E ? "" : " (the others, never read, hold zero weights)", (long long)d->Mo, d->runs);
+  if (sp->shared_N)
+    printf("  shared expert: N %lld%s\n", (long long)sp->shared_N, sp->shared_gate ? ", sigmoid gate" : "");
+  if (sp->act == MOE_ACT_SWIGLU_OAI)
+    printf("  activation: swiglu-oai (alpha 1.702, limit 7), biases, gate/up interleaved\n");
+  if (d->E < sp->E)
+    printf("  note: experts cut from %lld to %lld to keep memory modest (--experts)\n", (long long)sp->E,
+           (long long)d->E);
+  if (d->routed.N < sp->N)
+    printf("  note: intermediate size cut from %lld to %lld to keep memory modest (--n)\n", (long long)sp->N,
+           (long long)d->routed.N);
+  printf("  experts hit: %lld of %lld%s\n", (long long)d->n_hit, (long long)d->E,
+         d->all_experts || d->n_hit == d->E ? "" : " (the others are never read: left zero, --all-experts)");
+  printf("  rel.err: vs a float64 oracle on the original f32 weights, first %lld token(s)\n",
+         (long long)d->Mo);
+  printf("  time: median of %d runs after one warm-up\n", d->runs);
 }
 
 static void print_table_head(void) {
-  printf("\n%-11s %10s %11s %10s %9s %12s\n", "precision", "rel.err", "ms/layer", "tokens/s", "MB read", "weight GB/s");
-  printf("%-11s %10s %11s %10s %9s %12s\n", "-----------", "----------", "-----------", "----------", "---------",
-         "------------");
+  printf("\n%-11s %10s %11s %10s %9s %12s\n", "precision", "rel.err", "ms/layer", "tokens/s", "MB read",
+         "weight GB/s");
+  printf("%-11s %10s %11s %10s %9s %12s\n", "-----------", "----------", "-----------", "----------",
+         "---------", "------------");
 }
 
 static void print_row(const demo *d, moe_precision p, const result *r) {
@@ -718,7 +739,7 @@ int main(int argc, char **argv) {
     release_format(&d, (moe_precision)p);
   }
   stack_free(&d.routed), stack_free(&d.shared);
-  free(d.x), free(d.xf), free(d.logits), free(d.corr_bias), free(d.gate_vec), free(d.tw), free(d.ids), free(d.hit);
-  free(d.shared_scale), free(d.slot_y), free(d.ref);
+  free(d.x), free(d.xf), free(d.logits), free(d.corr_bias), free(d.gate_vec);
+  free(d.tw), free(d.ids), free(d.hit), free(d.shared_scale), free(d.slot_y), free(d.ref);
   return rc;
 }
