@@ -37,7 +37,7 @@
 #define SETTLE_S 0.005         /* idle gap before each timed item: libgomp spins ~3.4 ms after a region */
 #define POOL_SPIN_S 100e-6     /* our workers spin this long for the next job before sleeping */
 #define PROBE_BYTES (1ull << 30)
-#define PROBE_PARTS 4 /* timed separately; the best part is the probe's rate (robust to preemption) */
+#define PROBE_PARTS 16 /* 64 MiB each, timed alone: the best part is the rate (robust to preemption) */
 #define PROBE_CHUNK (4ull << 20)
 #define PEER_MAX_REL_ERR 3e-2
 
@@ -316,12 +316,13 @@ static double probe_bandwidth(probe_ctx *c, bench_pool *pool) {
 }
 
 #define PEAK_ITERS (1 << 18) /* ~1 ms per trial */
-#define PEAK_TRIALS 20       /* the best trial: other processes share the machine */
+#define PEAK_TRIALS 40       /* the best trial: other processes share the machine */
 #define PEAK_CHAINS 12 /* independent accumulators: more than latency x throughput of the unit */
 
 typedef struct peak_ctx {
-  int bf16; /* 0: vpdpbusd, 1: vdpbf16ps */
-  float sink[64];
+  int bf16;          /* 0: vpdpbusd, 1: vdpbf16ps */
+  double *task_s;    /* [n_threads] each task's own time */
+  float *sink;       /* [n_threads] */
 } peak_ctx;
 
 /* Register-only vpdpbusd loop: 64 u8 x s8 MACs = 128 ops per instruction. */
@@ -347,24 +348,31 @@ __attribute__((target("avx512f,avx512bf16"))) static float peak_loop_bf16(void) 
 
 static void peak_task(void *arg, int64_t i) {
   peak_ctx *c = (peak_ctx *)arg;
-  c->sink[i % 64] = c->bf16 ? peak_loop_bf16() : peak_loop_vnni();
+  double t0 = now_s();
+  c->sink[i] = c->bf16 ? peak_loop_bf16() : peak_loop_vnni();
+  c->task_s[i] = now_s() - t0;
 }
 
-/* GFLOPS (GOPS) of the dot-product unit on all threads at once: the best of a few trials. */
+/* GFLOPS (GOPS) of the dot-product unit with all threads running the loop at once: per trial the sum
+ * of each thread's own rate (a thread that other processes preempt only lowers its own part), the
+ * best of PEAK_TRIALS trials. */
 static double measure_peak(bench_pool *pool, int n_threads, int bf16) {
   peak_ctx c;
-  double best = 0.0, ops = (double)n_threads * PEAK_ITERS * PEAK_CHAINS * (bf16 ? 64.0 : 128.0);
+  double best = 0.0, ops = (double)PEAK_ITERS * PEAK_CHAINS * (bf16 ? 64.0 : 128.0);
   if (!have_features(bf16 ? MOE_CPU_AVX512F | MOE_CPU_AVX512BF16 : MOE_CPU_AVX512F | MOE_CPU_AVX512VNNI))
     return 0.0;
   c.bf16 = bf16;
+  c.task_s = (double *)xmalloc((size_t)n_threads * sizeof *c.task_s);
+  c.sink = (float *)xmalloc((size_t)n_threads * sizeof *c.sink);
   for (int trial = 0; trial < PEAK_TRIALS; trial++) {
-    double t0, g;
+    double g = 0.0;
     pool_warm(pool);
-    t0 = now_s();
     pool_parallel_for(pool, peak_task, &c, n_threads);
-    g = ops / (now_s() - t0) / 1e9;
+    for (int i = 0; i < n_threads; i++) g += ops / c.task_s[i] / 1e9;
     best = g > best ? g : best;
   }
+  free(c.task_s);
+  free(c.sink);
   return best;
 }
 
@@ -645,7 +653,8 @@ static void gen_matrix(rng *r, moe_precision p, int64_t rows, int64_t cols, doub
 static void gen_expert(moe_precision p, int64_t N, int64_t K, uint64_t seed, int64_t e, plain_mat *m13,
                        plain_mat *m2) {
   mat_layout l13 = layout_of(p, 2 * N, K), l2 = layout_of(p, K, N);
-  rng r13 = rng_seeded(seed, (uint64_t)e * 2 + 1000 * (uint64_t)p), r2 = rng_seeded(seed, (uint64_t)e * 2 + 1 + 1000 * (uint64_t)p);
+  uint64_t stream = (uint64_t)p << 40 | (uint64_t)e << 1;
+  rng r13 = rng_seeded(seed, stream), r2 = rng_seeded(seed, stream | 1);
   gen_matrix(&r13, p, 2 * N, K, sqrt(3.0 / (double)K), &l13, m13);
   gen_matrix(&r2, p, K, N, sqrt(3.0 / (double)N), &l2, m2);
 }
@@ -678,8 +687,8 @@ static double expert_bytes(moe_precision p, int64_t N, int64_t K) {
 }
 
 /* ==== one layer call's inputs =====================================================================
- * One M: x, and a fresh routing per round, so that no round finds the experts of the one before in
- * the cache (L3 keeps lines that were reused, even across the 1 GiB probe). */
+ * One M: x, and a fresh routing per round, as every decode step routes afresh: a round does not find
+ * the experts of the round before in the caches. */
 typedef struct layer_case {
   int64_t M, K, E;
   int32_t topk;
@@ -754,6 +763,7 @@ typedef struct ours {
   void *packed, *ws;
   size_t ws_size;
   moe_parallel par;
+  double gen_s, pack_s; /* setup times, for the log */
 } ours;
 
 static moe_call ours_call(const layer_case *c) {
@@ -778,12 +788,15 @@ static void ours_setup(ours *o, moe_precision p, const model_shape *s, int64_t E
   layer_case shape_only;
   size_t size;
   moe_status st;
+  double t0 = now_s();
   plain_generate(&w, seed);
+  o->gen_s = now_s() - t0;
   d = plain_descriptor(&w);
   size = moe_pack_size(&d);
   if (!size) die("moe_pack_size rejected the %s weights", moe_precision_name(p));
   o->packed = xmalloc(size);
   if ((st = moe_pack(&d, &o->ex, o->packed, size)) != MOE_OK) die("moe_pack: %s", moe_status_str(st));
+  o->pack_s = now_s() - t0 - o->gen_s;
   plain_free(&w);
   memset(&shape_only, 0, sizeof shape_only);
   shape_only.M = max_m, shape_only.topk = s->topk;
@@ -831,6 +844,115 @@ static double ours_timed(const ours *o, const layer_case *c) {
     if (s_ != dnnl_success) die("oneDNN: %s failed (status %d)", #call, (int)s_);        \
   } while (0)
 
+/* The peer's element-wise row work, with AVX-512 variants as an engine has them. */
+typedef struct row_ops {
+  void (*bf16_to_f32)(const uint16_t *src, float *dst, int64_t n);
+  void (*f32_to_bf16)(const float *src, uint16_t *dst, int64_t n);
+  float (*quantize_s8)(const float *v, int64_t n, int8_t *q); /* returns the row scale */
+  /* h = silu(g * s * sg) * (u * s * su); sg, su per-column scales or NULL */
+  void (*silu_mul)(const float *g, const float *u, const float *sg, const float *su, float s, float *h, int64_t n);
+  void (*axpy)(float w, const float *sc, const float *y, float *out, int64_t n); /* out += w * sc * y */
+} row_ops;
+
+static void bf16_to_f32_scalar(const uint16_t *src, float *dst, int64_t n) { moe_convert_to_f32(MOE_BF16, src, dst, (size_t)n); }
+static void f32_to_bf16_scalar(const float *src, uint16_t *dst, int64_t n) { moe_convert_from_f32(MOE_BF16, src, dst, (size_t)n); }
+
+/* Symmetric s8: scale = max(amax, 1e-7) / 127, round half to even (as moe.h quantizes). */
+static float quantize_s8_scalar(const float *v, int64_t n, int8_t *q) {
+  float amax = 0.0f, scale, inv;
+  for (int64_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(v[i]));
+  scale = fmaxf(amax, 1e-7f) / 127.0f;
+  inv = 1.0f / scale;
+  for (int64_t i = 0; i < n; i++) q[i] = (int8_t)lrintf(v[i] * inv);
+  return scale;
+}
+
+static void silu_mul_scalar(const float *g, const float *u, const float *sg, const float *su, float s, float *h, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float a = g[i] * s * (sg ? sg[i] : 1.0f), b = u[i] * s * (su ? su[i] : 1.0f);
+    h[i] = a / (1.0f + expf(-a)) * b;
+  }
+}
+
+static void axpy_scalar(float w, const float *sc, const float *y, float *out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] += w * (sc ? sc[i] : 1.0f) * y[i];
+}
+
+#define PEER_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+static inline __mmask16 tail_mask(int64_t left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
+
+/* exp(x) = 2^n * 2^f, f in [-1/2, 1/2] by a degree-6 polynomial (rel. error ~1e-7), scaled by scalef. */
+PEER_AVX512 static __m512 exp_avx512(__m512 x) {
+  __m512 t = _mm512_mul_ps(_mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-88.0f)),
+                           _mm512_set1_ps(1.44269504f));
+  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_set1_ps(1.54035304e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.33335581e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.61812911e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.55041087e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.40226507e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.93147181e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+PEER_AVX512 static void bf16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 k = tail_mask(n - i);
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, src + i));
+    _mm512_mask_storeu_ps(dst + i, k, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  }
+}
+
+PEER_AVX512 static void f32_to_bf16_avx512(const float *src, uint16_t *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 k = tail_mask(n - i);
+    _mm256_mask_storeu_epi16(dst + i, k, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, src + i)));
+  }
+}
+
+PEER_AVX512 static float quantize_s8_avx512(const float *v, int64_t n, int8_t *q) {
+  __m512 amax = _mm512_setzero_ps(), inv;
+  float scale;
+  for (int64_t i = 0; i < n; i += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(n - i), v + i)));
+  scale = fmaxf(_mm512_reduce_max_ps(amax), 1e-7f) / 127.0f;
+  inv = _mm512_set1_ps(1.0f / scale);
+  for (int64_t i = 0; i < n; i += 16) { /* cvtps rounds half to even */
+    __mmask16 k = tail_mask(n - i);
+    _mm512_mask_cvtsepi32_storeu_epi8(q + i, k, _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, v + i), inv)));
+  }
+  return scale;
+}
+
+PEER_AVX512 static void silu_mul_avx512(const float *g, const float *u, const float *sg, const float *su, float s,
+                                        float *h, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), vs = _mm512_set1_ps(s);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 k = tail_mask(n - i);
+    __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, g + i), vs), b = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, u + i), vs);
+    if (sg) a = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(k, sg + i)), b = _mm512_mul_ps(b, _mm512_maskz_loadu_ps(k, su + i));
+    a = _mm512_div_ps(a, _mm512_add_ps(one, exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), a))));
+    _mm512_mask_storeu_ps(h + i, k, _mm512_mul_ps(a, b));
+  }
+}
+
+PEER_AVX512 static void axpy_avx512(float w, const float *sc, const float *y, float *out, int64_t n) {
+  const __m512 vw = _mm512_set1_ps(w);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 k = tail_mask(n - i);
+    __m512 t = _mm512_mul_ps(vw, _mm512_maskz_loadu_ps(k, y + i));
+    if (sc) t = _mm512_mul_ps(t, _mm512_maskz_loadu_ps(k, sc + i));
+    _mm512_mask_storeu_ps(out + i, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, out + i), t));
+  }
+}
+
+static row_ops row_ops_select(void) {
+  row_ops scalar = {bf16_to_f32_scalar, f32_to_bf16_scalar, quantize_s8_scalar, silu_mul_scalar, axpy_scalar};
+  row_ops avx512 = {bf16_to_f32_avx512, f32_to_bf16_avx512, quantize_s8_avx512, silu_mul_avx512, axpy_avx512};
+  return have_features(MOE_CPU_AVX512F | MOE_CPU_AVX512BW | MOE_CPU_AVX512VL | MOE_CPU_AVX512BF16) ? avx512 : scalar;
+}
+
 typedef struct peer_rows { /* the matmuls and activation memories of one expert row count */
   dnnl_primitive_t mm13, mm2;
   dnnl_memory_t a, g, h, y;
@@ -853,6 +975,7 @@ typedef struct peer {
   int32_t *count, *start, *slot_token; /* slots grouped by expert */
   float *slot_weight;
   char impl[64];           /* oneDNN's implementation name, e.g. brg:avx512_core_vnni */
+  row_ops ops;
 } peer;
 
 static int peer_supports(moe_precision p) {
@@ -893,20 +1016,29 @@ static dnnl_memory_t peer_memory(const peer *P, const dnnl_memory_desc_t *md, vo
   return m;
 }
 
-/* Reorders one plain matrix (rows x kred row-major, i.e. weights [kred, rows] "ba") into a new
- * memory of the prepacked format. */
-static dnnl_memory_t peer_prepack(peer *P, void *plain, int64_t rows, int64_t kred, const dnnl_memory_desc_t *packed_md) {
-  dnnl_memory_desc_t src_md = md_2d(kred, rows, peer_act_type(P), dnnl_ba);
-  dnnl_memory_t src = peer_memory(P, &src_md, plain), dst = peer_memory(P, packed_md, DNNL_MEMORY_ALLOCATE);
-  dnnl_primitive_desc_t pd;
+/* Reorders plain matrices (rows x kred row-major, i.e. weights [kred, rows] "ba") into the prepacked
+ * format; one reorder primitive serves every expert. */
+typedef struct peer_packer {
+  dnnl_memory_desc_t plain_md, packed_md;
   dnnl_primitive_t reorder;
-  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
-  DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, &src_md, P->eng, packed_md, P->eng, NULL));
-  DNNL_CHECK(dnnl_primitive_create(&reorder, pd));
-  DNNL_CHECK(dnnl_primitive_execute(reorder, P->stream, 2, args));
-  DNNL_CHECK(dnnl_stream_wait(P->stream));
-  DNNL_CHECK(dnnl_primitive_destroy(reorder));
+} peer_packer;
+
+static peer_packer packer_create(const peer *P, int64_t rows, int64_t kred, const dnnl_memory_desc_t *packed_md) {
+  peer_packer k;
+  dnnl_primitive_desc_t pd;
+  k.plain_md = md_2d(kred, rows, peer_act_type(P), dnnl_ba);
+  k.packed_md = *packed_md;
+  DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, &k.plain_md, P->eng, &k.packed_md, P->eng, NULL));
+  DNNL_CHECK(dnnl_primitive_create(&k.reorder, pd));
   DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+  return k;
+}
+
+static dnnl_memory_t packer_run(const peer *P, const peer_packer *k, void *plain) {
+  dnnl_memory_t src = peer_memory(P, &k->plain_md, plain), dst = peer_memory(P, &k->packed_md, DNNL_MEMORY_ALLOCATE);
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+  DNNL_CHECK(dnnl_primitive_execute(k->reorder, P->stream, 2, args));
+  DNNL_CHECK(dnnl_stream_wait(P->stream));
   DNNL_CHECK(dnnl_memory_destroy(src));
   return dst;
 }
@@ -923,17 +1055,20 @@ static void peer_load_weights(peer *P, uint64_t seed) {
   plain_experts one = plain_alloc(P->p, 1, P->N, P->K);
   size_t n13 = (size_t)(2 * P->N * P->K), n2 = (size_t)(P->K * P->N);
   uint16_t *tmp = P->p == MOE_PREC_FP16 ? (uint16_t *)xmalloc(2 * (n13 > n2 ? n13 : n2)) : NULL;
+  peer_packer k13 = packer_create(P, 2 * P->N, P->K, &P->w13_md), k2 = packer_create(P, P->K, P->N, &P->w2_md);
   P->w13 = (dnnl_memory_t *)xmalloc((size_t)P->E * sizeof *P->w13);
   P->w2 = (dnnl_memory_t *)xmalloc((size_t)P->E * sizeof *P->w2);
   for (int64_t e = 0; e < P->E; e++) {
     gen_expert(P->p, P->N, P->K, seed, e, &one.w13, &one.w2);
-    P->w13[e] = peer_prepack(P, peer_weight_codes(P, &one.w13, n13, tmp), 2 * P->N, P->K, &P->w13_md);
-    P->w2[e] = peer_prepack(P, peer_weight_codes(P, &one.w2, n2, tmp), P->K, P->N, &P->w2_md);
+    P->w13[e] = packer_run(P, &k13, peer_weight_codes(P, &one.w13, n13, tmp));
+    P->w2[e] = packer_run(P, &k2, peer_weight_codes(P, &one.w2, n2, tmp));
     if (P->a8) {
       memcpy(P->s13 + e * 2 * P->N, one.w13.scale, (size_t)(2 * P->N) * sizeof(float));
       memcpy(P->s2 + e * P->K, one.w2.scale, (size_t)P->K * sizeof(float));
     }
   }
+  DNNL_CHECK(dnnl_primitive_destroy(k13.reorder));
+  DNNL_CHECK(dnnl_primitive_destroy(k2.reorder));
   free(tmp);
   plain_free(&one);
 }
@@ -968,9 +1103,10 @@ static peer *peer_create(moe_precision p, const model_shape *s, int64_t E, int64
   P->a8 = p == MOE_PREC_INT8;
   P->E = E, P->N = s->N, P->K = s->K;
   P->max_rows = max_m; /* experts are distinct per token: at most M rows each */
+  P->ops = row_ops_select();
   DNNL_CHECK(dnnl_engine_create(&P->eng, dnnl_cpu, 0));
   DNNL_CHECK(dnnl_stream_create(&P->stream, P->eng, dnnl_stream_default_flags));
-  /* The weights format the matmul prefers; it is the same for every row count (rows do not enter it). */
+  /* The weights format the matmul prefers (oneDNN 2.6 picks the same one for every row count). */
   probe13 = peer_matmul(P, 1, P->K, 2 * P->N, NULL, &P->w13_md);
   probe2 = peer_matmul(P, 1, P->N, P->K, NULL, &P->w2_md);
   DNNL_CHECK(dnnl_primitive_destroy(probe13));
@@ -1021,24 +1157,12 @@ static void peer_destroy(peer *P) {
   free(P);
 }
 
-/* Per-row symmetric s8 quantization (scale = max(amax, 1e-7) / 127, round half to even). */
-static float quantize_row_s8(const float *v, int64_t n, int8_t *q) {
-  float amax = 0.0f, scale, inv;
-  for (int64_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(v[i]));
-  scale = fmaxf(amax, 1e-7f) / 127.0f;
-  inv = 1.0f / scale;
-  for (int64_t i = 0; i < n; i++) q[i] = (int8_t)lrintf(v[i] * inv);
-  return scale;
-}
-
-static inline float silu(float g) { return g / (1.0f + expf(-g)); }
-
 static void peer_quantize_x(peer *P, const layer_case *c) {
   PEER_PARALLEL_FOR
   for (int64_t m = 0; m < c->M; m++) {
     float *row = P->out_f32 + m * P->K; /* free until the layer zeroes it */
-    for (int64_t k = 0; k < P->K; k++) row[k] = moe_bf16_to_f32(c->x[m * P->K + k]);
-    P->x_scale[m] = quantize_row_s8(row, P->K, P->xq + m * P->K);
+    P->ops.bf16_to_f32(c->x + m * P->K, row, P->K);
+    P->x_scale[m] = P->ops.quantize_s8(row, P->K, P->xq + m * P->K);
   }
 }
 
@@ -1070,32 +1194,24 @@ static void peer_activation(peer *P, int64_t e, int32_t s0, int64_t rows) {
   const int64_t N = P->N;
   PEER_PARALLEL_FOR
   for (int64_t r = 0; r < rows; r++) {
-    const float *g = P->g_buf + r * 2 * N;
+    const float *g = P->g_buf + r * 2 * N, *sc = P->s13 + e * 2 * N;
+    float *hf = P->hf_buf + r * N;
     if (P->a8) {
-      const float *sc = P->s13 + e * 2 * N;
-      float sx = P->x_scale[P->slot_token[s0 + r]], *hf = P->hf_buf + r * N;
-      for (int64_t n = 0; n < N; n++) hf[n] = silu(g[n] * sx * sc[n]) * (g[N + n] * sx * sc[N + n]);
-      P->h_scale[r] = quantize_row_s8(hf, N, (int8_t *)P->h_buf + r * N);
+      P->ops.silu_mul(g, g + N, sc, sc + N, P->x_scale[P->slot_token[s0 + r]], hf, N);
+      P->h_scale[r] = P->ops.quantize_s8(hf, N, (int8_t *)P->h_buf + r * N);
     } else {
-      uint16_t *h = (uint16_t *)P->h_buf + r * N;
-      for (int64_t n = 0; n < N; n++) h[n] = moe_f32_to_bf16(silu(g[n]) * g[N + n]);
+      P->ops.silu_mul(g, g + N, NULL, NULL, 1.0f, hf, N);
+      P->ops.f32_to_bf16(hf, (uint16_t *)P->h_buf + r * N, N);
     }
   }
 }
 
 static void peer_scatter(peer *P, int64_t e, int32_t s0, int64_t rows) {
-  const int64_t K = P->K;
   PEER_PARALLEL_FOR
   for (int64_t r = 0; r < rows; r++) { /* an expert's rows are distinct tokens: no two rows collide */
-    float *out = P->out_f32 + (int64_t)P->slot_token[s0 + r] * K, w = P->slot_weight[s0 + r];
-    const float *y = P->y_buf + r * K;
-    if (P->a8) {
-      const float *sc = P->s2 + e * K;
-      w *= P->h_scale[r];
-      for (int64_t k = 0; k < K; k++) out[k] += w * sc[k] * y[k];
-    } else {
-      for (int64_t k = 0; k < K; k++) out[k] += w * y[k];
-    }
+    float w = P->slot_weight[s0 + r] * (P->a8 ? P->h_scale[r] : 1.0f);
+    P->ops.axpy(w, P->a8 ? P->s2 + e * P->K : NULL, P->y_buf + r * P->K,
+                P->out_f32 + (int64_t)P->slot_token[s0 + r] * P->K, P->K);
   }
 }
 
@@ -1117,15 +1233,14 @@ static void peer_expert(peer *P, const layer_case *c, int64_t e) {
 }
 
 static void peer_layer(peer *P, const layer_case *c) {
-  const int64_t MK = c->M * P->K;
   if (P->a8) peer_quantize_x(P, c);
-  memset(P->out_f32, 0, (size_t)MK * sizeof(float));
+  memset(P->out_f32, 0, (size_t)(c->M * P->K) * sizeof(float));
   peer_group_slots(P, c);
   for (int64_t e = 0; e < P->E; e++)
     if (P->count[e]) peer_expert(P, c, e);
   DNNL_CHECK(dnnl_stream_wait(P->stream));
   PEER_PARALLEL_FOR
-  for (int64_t i = 0; i < MK; i++) c->out_peer[i] = moe_f32_to_bf16(P->out_f32[i]);
+  for (int64_t m = 0; m < c->M; m++) P->ops.f32_to_bf16(P->out_f32 + m * P->K, c->out_peer + m * P->K, P->K);
 }
 
 /* Wakes the OpenMP team, as pool_warm does for ours. */
@@ -1199,7 +1314,7 @@ static int rounds_for(const bench_ctx *b, double round_s) {
 }
 
 /* An untimed pass of each layer on routing 0 (correctness, warm-up), then rounds of probe, ours and
- * oneDNN, round i on routing i + 1. */
+ * oneDNN (oneDNN first in odd rounds, so neither always follows the probe), round i on routing i + 1. */
 static measurement measure(const bench_ctx *b, const ours *o, peer *P, layer_case *c, double expert_b) {
   measurement r;
   double t_round;
@@ -1220,12 +1335,10 @@ static measurement measure(const bench_ctx *b, const ours *o, peer *P, layer_cas
     r.bytes[i] = (double)c->experts_hit * expert_b;
     sleep_s(SETTLE_S);
     r.probe_gbs[i] = probe_bandwidth(b->probe, b->pool);
+    if (P && i % 2) sleep_s(SETTLE_S), r.peer_s[i] = peer_timed(P, c);
     sleep_s(SETTLE_S);
     r.ours_s[i] = ours_timed(o, c);
-    if (P) {
-      sleep_s(SETTLE_S);
-      r.peer_s[i] = peer_timed(P, c);
-    }
+    if (P && i % 2 == 0) sleep_s(SETTLE_S), r.peer_s[i] = peer_timed(P, c);
   }
   return r;
 }
@@ -1386,7 +1499,7 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
   peer *P = NULL;
   case_result cr;
   const moe_gemm_config *kern = moe_gemm_select(p);
-  double t0 = now_s();
+  double t0;
   if (!kern) {
     fprintf(stderr, "%s: not compiled in, skipped\n", moe_precision_name(p));
     return;
@@ -1396,9 +1509,12 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
     fprintf(stderr, "note: %s uses %lld of the model's %lld experts to stay within --mem-gib %.1f\n",
             moe_precision_name(p), (long long)E, (long long)o->shape.E, o->mem_gib);
   ours_setup(&us, p, &o->shape, E, max_of(o->m, o->n_m), o->seed, b->pool);
+  t0 = now_s();
   if (peer_supports(p)) P = peer_create(p, &o->shape, E, max_of(o->m, o->n_m), o->seed);
-  fprintf(stderr, "%s: %lld experts generated and packed in %.1f s (kernel %s)\n", moe_precision_name(p),
-          (long long)E, now_s() - t0, kern->name);
+  fprintf(stderr, "%s: %lld experts generated in %.1f s, moe_pack %.1f s", moe_precision_name(p), (long long)E,
+          us.gen_s, us.pack_s);
+  if (P) fprintf(stderr, ", oneDNN prepack %.1f s", now_s() - t0);
+  fprintf(stderr, "; kernel %s\n", kern->name);
   memset(&cr, 0, sizeof cr);
   cr.model = o->shape.name, cr.kernel = kern->name, cr.p = p, cr.E = E, cr.E_model = o->shape.E;
   cr.expert_bytes = expert_bytes(p, o->shape.N, o->shape.K);
@@ -1416,6 +1532,7 @@ int main(int argc, char **argv) {
   options o = parse_options(argc, argv);
   bench_ctx b;
   moe_isa isa = moe_set_isa(o.isa);
+  double bw;
   cpu_features = moe_cpu_features();
   memset(&b, 0, sizeof b);
   b.opt = &o;
@@ -1427,10 +1544,10 @@ int main(int argc, char **argv) {
   b.probe = probe_create();
   b.peaks.gops_vnni = measure_peak(b.pool, o.threads, 0);
   b.peaks.gflops_bf16 = measure_peak(b.pool, o.threads, 1);
+  bw = probe_bandwidth(b.probe, b.pool);
   fprintf(stderr, "%s K=%lld N=%lld E=%lld topk=%d, %d threads, isa %s; peaks: vpdpbusd %.0f GOPS, vdpbf16ps %.0f GFLOPS, "
-          "read bandwidth %.1f GB/s\n", o.shape.name, (long long)o.shape.K, (long long)o.shape.N, (long long)o.shape.E,
-          o.shape.topk, o.threads, moe_isa_name(isa), b.peaks.gops_vnni, b.peaks.gflops_bf16,
-          probe_bandwidth(b.probe, b.pool));
+          "read bandwidth %.1f GB/s (re-measured every round)\n", o.shape.name, (long long)o.shape.K, (long long)o.shape.N,
+          (long long)o.shape.E, o.shape.topk, o.threads, moe_isa_name(isa), b.peaks.gops_vnni, b.peaks.gflops_bf16, bw);
   for (int i = 0; i < o.n_prec; i++) run_precision(&b, o.prec[i]);
   probe_destroy(b.probe);
   pool_destroy(b.pool);

@@ -7,7 +7,7 @@
  * (so it is each precision's total quantization + compute error) and the speed.
  *
  *   moe_demo [--model NAME] [--m M] [--precision LIST] [--threads T] [--experts E] [--n N]
- *            [--runs R] [--seed S] [--all-experts]
+ *            [--runs R] [--seed S] [--isa scalar|avx512|amx] [--all-experts]
  *
  * Experts that no token routes to are never read by the layer, so by default the demo leaves their
  * weights zero instead of generating and quantizing them (the library's scalar quantizers would
@@ -218,6 +218,7 @@ typedef struct options {
   uint64_t seed;
   int all_experts; /* generate the experts no token uses too */
   int use[MOE_PREC_COUNT];
+  moe_isa isa_cap; /* highest kernel tier allowed */
 } options;
 
 typedef struct demo {
@@ -246,7 +247,7 @@ typedef struct demo {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: moe_demo [--model NAME] [--m M] [--precision LIST] [--threads T] [--experts E]\n"
-          "                [--n N] [--runs R] [--seed S] [--all-experts]\n"
+          "                [--n N] [--runs R] [--seed S] [--isa TIER] [--all-experts]\n"
           "  --model      qwen3-30b-a3b (default), mixtral-8x7b, deepseek-v3, qwen1.5-moe-a2.7b,\n"
           "               gpt-oss-20b, llama-4-scout\n"
           "  --m          tokens (default 8)\n"
@@ -256,6 +257,7 @@ static void usage(FILE *f) {
           "  --n          expert intermediate size (default: the model's; 3584 for mixtral-8x7b)\n"
           "  --runs       timed runs, median reported (default 5)\n"
           "  --seed       random seed (default 1)\n"
+          "  --isa        highest kernel tier: scalar, avx512, amx (default: the best this CPU has)\n"
           "  --all-experts  generate the experts no token routes to as well (default: left zero)\n");
 }
 
@@ -308,9 +310,19 @@ static int parse_precisions(const char *list, int use[MOE_PREC_COUNT]) {
   return any ? 0 : -1;
 }
 
+static int parse_isa(const char *name, moe_isa *isa) {
+  for (int i = 0; name && i < MOE_ISA_COUNT; i++)
+    if (strcmp(name, moe_isa_name((moe_isa)i)) == 0) {
+      *isa = (moe_isa)i;
+      return 0;
+    }
+  fprintf(stderr, "moe_demo: unknown ISA tier '%s'\n", name ? name : "");
+  return -1;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
-  o->model = &MODELS[0], o->M = 8, o->runs = 5, o->seed = 1;
+  o->model = &MODELS[0], o->M = 8, o->runs = 5, o->seed = 1, o->isa_cap = (moe_isa)(MOE_ISA_COUNT - 1);
   parse_precisions("all", o->use);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -329,6 +341,7 @@ static int parse_options(int argc, char **argv, options *o) {
     else if (strcmp(a, "--experts") == 0) bad = parse_int(a, v, 1, 1024, &o->E);
     else if (strcmp(a, "--n") == 0) bad = parse_int(a, v, 1, 1 << 20, &o->N);
     else if (strcmp(a, "--runs") == 0) bad = parse_int(a, v, 1, 10000, &o->runs);
+    else if (strcmp(a, "--isa") == 0) bad = parse_isa(v, &o->isa_cap);
     else if (strcmp(a, "--seed") == 0) bad = parse_int(a, v, 0, INT64_MAX, &seed), o->seed = (uint64_t)seed;
     else {
       fprintf(stderr, "moe_demo: unknown option '%s'\n", a);
@@ -411,6 +424,7 @@ static int demo_init(demo *d, const options *o) {
   d->runs = (int)o->runs, d->seed = o->seed, d->all_experts = o->all_experts;
   memcpy(d->use, o->use, sizeof d->use);
   d->threads = setup_threads(o->threads);
+  moe_set_isa(o->isa_cap);
   if (d->E < d->topk || d->E > sp->E || N > sp->N) {
     fprintf(stderr, "moe_demo: %s needs topk %d <= --experts <= %lld and --n <= %lld\n", sp->name, d->topk,
             (long long)sp->E, (long long)sp->N);
@@ -548,8 +562,8 @@ static void build_stack(const demo *d, stack *s, int is_shared) {
     mat_alloc(&s->w2[f], f, s->E, s->K, s->N);
   }
   if (d->spec->biases && !is_shared) {
-    s->b13 = (float *)xmalloc((size_t)(s->E * 2 * s->N) * sizeof(float));
-    s->b2 = (float *)xmalloc((size_t)(s->E * s->K) * sizeof(float));
+    s->b13 = (float *)xcalloc((size_t)(s->E * 2 * s->N), sizeof(float));
+    s->b2 = (float *)xcalloc((size_t)(s->E * s->K), sizeof(float));
   }
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1)

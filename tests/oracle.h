@@ -553,11 +553,14 @@ static inline void orc_plain_free(orc_plain *p) {
   memset(p, 0, sizeof *p);
 }
 
-/* ||a - ref|| / ||ref|| over the rows of [M, K] whose skip[m] is 0 (skip may be NULL); a is read
- * from a dtype buffer with row stride lda; NaN when a compared element is not finite */
+/* ||a - ref|| / max(||ref||, sqrt(count) * tiny) over the rows of [M, K] whose skip[m] is 0 (skip may
+ * be NULL); a is read from a dtype buffer with row stride lda; NaN when a compared element is not
+ * finite. tiny is the dtype's smallest normal: below it the output format itself cannot hold the
+ * relative precision (fp16 subnormals start at 6.1e-5), so tiny outputs are judged absolutely. */
 static inline double orc_rel_err(moe_dtype t, const void *a, int64_t lda, const double *ref, int64_t M, int64_t K,
                                  const int *skip) {
-  double num = 0, den = 0;
+  const double tiny = t == MOE_F16 ? ldexp(1.0, -14) : ldexp(1.0, -126);
+  double num = 0, den = 0, cnt = 0;
   for (int64_t m = 0; m < M; m++) {
     if (skip && skip[m]) continue;
     for (int64_t k = 0; k < K; k++) {
@@ -565,8 +568,10 @@ static inline double orc_rel_err(moe_dtype t, const void *a, int64_t lda, const 
       if (!isfinite(v)) return NAN;
       num += d * d;
       den += ref[m * K + k] * ref[m * K + k];
+      cnt += 1;
     }
   }
+  if (den < cnt * tiny * tiny) den = cnt * tiny * tiny;
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
