@@ -430,28 +430,37 @@ static inline float moe__act(moe_activation act, float g, float u, float alpha, 
 }
 
 /* ---- scalar reference kernels ------------------------------------------------------------------ */
-/* The code of (column n, k) in a panel's code area, as a signed or float value before scaling. */
-static inline float moe__decode_a16(moe_precision p, const uint8_t *codes, int32_t n, int64_t k) {
-  int32_t kr = moe__kr(p);
-  size_t cell = ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
-  int32_t sub = (int32_t)(k % kr);
-  if (p == MOE_PREC_FP8) return moe_e4m3_to_f32(codes[cell + (size_t)sub]);
+/* Codes of column n for k in [k0, k0 + kn) of a panel's code area: decoded values (A16, before
+ * the group scale and zero point) or signed integers (A8). One cell (KR codes) at a time. */
+static inline float moe__code_a16(moe_precision p, const uint8_t *cell, int32_t sub) {
+  if (p == MOE_PREC_FP8) return moe_e4m3_to_f32(cell[sub]);
   if (moe__is_4bit(p)) {
-    uint8_t q = (uint8_t)((codes[cell + (size_t)(sub >> 1)] >> ((sub & 1) * 4)) & 15);
+    uint8_t q = (uint8_t)((cell[sub >> 1] >> ((sub & 1) * 4)) & 15);
     return p == MOE_PREC_MXFP4 ? moe_e2m1_to_f32(q) : (float)q;
   }
   {
     uint16_t v;
-    memcpy(&v, codes + cell + 2 * (size_t)sub, 2);
+    memcpy(&v, cell + 2 * sub, 2);
     return moe_bf16_to_f32(v);
   }
 }
-static inline int32_t moe__decode_a8(moe_precision p, const uint8_t *codes, int32_t n, int64_t k) {
+static inline int32_t moe__code_a8(moe_precision p, const uint8_t *cell, int32_t sub) {
+  if (p == MOE_PREC_INT8) return (int8_t)cell[sub];
+  return (cell[sub >> 1] >> ((sub & 1) * 4)) & 15;
+}
+static inline void moe__decode_a16(moe_precision p, const uint8_t *codes, int32_t n, int64_t k0, int64_t kn, float *w) {
   int32_t kr = moe__kr(p);
-  size_t cell = ((size_t)(k / kr) * MOE_NR + (size_t)n) * 4;
-  int32_t sub = (int32_t)(k % kr);
-  if (p == MOE_PREC_INT8) return (int8_t)codes[cell + (size_t)sub];
-  return (codes[cell + (size_t)(sub >> 1)] >> ((sub & 1) * 4)) & 15;
+  for (int64_t k = k0; k < k0 + kn;) {
+    const uint8_t *cell = codes + ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
+    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a16(p, cell, sub);
+  }
+}
+static inline void moe__decode_a8(moe_precision p, const uint8_t *codes, int32_t n, int64_t k0, int64_t kn, int32_t *w) {
+  int32_t kr = moe__kr(p);
+  for (int64_t k = k0; k < k0 + kn;) {
+    const uint8_t *cell = codes + ((size_t)(k / kr) * MOE_NR + (size_t)n) * 4;
+    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a8(p, cell, sub);
+  }
 }
 
 /* The group scale of (group g, column n) from a panel's meta, and the int4 zero point. */
@@ -483,7 +492,9 @@ static inline void moe__dot_a16_scalar(moe_precision p, const moe_gemm_args *g, 
       for (int32_t m = 0; m < g->mr; m++) sum[m] = 0.0f;
       for (int64_t k0 = gi * kg; k0 < k1; k0 += MOE__CHUNK) {
         int64_t kn = k1 - k0 < MOE__CHUNK ? k1 - k0 : MOE__CHUNK;
-        for (int64_t k = 0; k < kn; k++) w[k] = moe__decode_a16(p, codes, n, k0 + k) - zero;
+        moe__decode_a16(p, codes, n, k0, kn, w);
+        if (zero != 0.0f)
+          for (int64_t k = 0; k < kn; k++) w[k] -= zero;
         for (int32_t m = 0; m < g->mr; m++) {
           const uint16_t *a = (const uint16_t *)g->a[m] + k0;
           float s = sum[m];
@@ -514,7 +525,8 @@ static inline void moe__dot_a8_scalar(moe_precision p, const moe_gemm_args *g, c
       for (int32_t m = 0; m < g->mr; m++) isum[m] = 0;
       for (int64_t k0 = gi * kg; k0 < k1; k0 += MOE__CHUNK) {
         int64_t kn = k1 - k0 < MOE__CHUNK ? k1 - k0 : MOE__CHUNK;
-        for (int64_t k = 0; k < kn; k++) w[k] = moe__decode_a8(p, codes, n, k0 + k) - zero;
+        moe__decode_a8(p, codes, n, k0, kn, w);
+        for (int64_t k = 0; k < kn; k++) w[k] -= zero;
         for (int32_t m = 0; m < g->mr; m++) {
           const uint8_t *a = (const uint8_t *)g->a[m] + k0;
           int32_t s = isum[m];
