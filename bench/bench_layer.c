@@ -27,14 +27,16 @@
 #include <dnnl.h>
 #ifdef _OPENMP
 #include <omp.h>
-#define PEER_PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
+/* Loops of the peer's element-wise work: parallel when the enclosing function's `work` (elements)
+ * is worth a fork-join, as engines do. */
+#define PEER_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if(work >= 16384)")
 #else
 #define PEER_PARALLEL_FOR
 #endif
 #endif
 
 #define MAX_LIST 64
-#define SETTLE_S 0.005         /* idle gap before each timed item: libgomp spins ~3.4 ms after a region */
+#define SETTLE_S 0.005         /* idle gap before each timed item: both runtimes' threads stop spinning */
 #define POOL_SPIN_S 100e-6     /* our workers spin this long for the next job before sleeping */
 #define PROBE_BYTES (1ull << 30)
 #define PROBE_PARTS 16 /* 64 MiB each, timed alone: the best part is the rate (robust to preemption) */
@@ -246,6 +248,7 @@ typedef struct probe_ctx {
 /* Sums one chunk with 512-bit loads into 8 independent accumulators (touches every cache line). */
 __attribute__((target("avx512f"))) static uint64_t sum_chunk_avx512(const uint8_t *p, size_t bytes) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  uint64_t lanes[8], sum = 0;
   for (size_t i = 0; i < bytes; i += 512) {
     a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(p + i)));
     a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(p + i + 64)));
@@ -258,7 +261,9 @@ __attribute__((target("avx512f"))) static uint64_t sum_chunk_avx512(const uint8_
   }
   a0 = _mm512_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)),
                         _mm512_add_epi64(_mm512_add_epi64(a4, a5), _mm512_add_epi64(a6, a7)));
-  return (uint64_t)_mm512_reduce_add_epi64(a0);
+  _mm512_storeu_si512((void *)lanes, a0); /* summed unsigned: the sum may wrap */
+  for (int i = 0; i < 8; i++) sum += lanes[i];
+  return sum;
 }
 
 static uint64_t sum_chunk_portable(const uint8_t *p, size_t bytes) {
@@ -440,6 +445,11 @@ static int parse_list(const char *s, int64_t *out, int max) {
   return n;
 }
 
+static const char *prec_name(moe_precision p) {
+  const char *name = moe_precision_name(p);
+  return name ? name : "?";
+}
+
 static int parse_precisions(const char *s, moe_precision *out) {
   int n = 0;
   if (!strcmp(s, "all")) {
@@ -450,7 +460,7 @@ static int parse_precisions(const char *s, moe_precision *out) {
     size_t len = strcspn(s, ",");
     int found = -1;
     for (int p = 0; p < MOE_PREC_COUNT; p++)
-      if (strlen(moe_precision_name((moe_precision)p)) == len && !strncmp(s, moe_precision_name((moe_precision)p), len))
+      if (strlen(prec_name((moe_precision)p)) == len && !strncmp(s, prec_name((moe_precision)p), len))
         found = p;
     if (found < 0 || n == MOE_PREC_COUNT) die("unknown precision in '%s'", s);
     out[n++] = (moe_precision)found;
@@ -793,7 +803,7 @@ static void ours_setup(ours *o, moe_precision p, const model_shape *s, int64_t E
   o->gen_s = now_s() - t0;
   d = plain_descriptor(&w);
   size = moe_pack_size(&d);
-  if (!size) die("moe_pack_size rejected the %s weights", moe_precision_name(p));
+  if (!size) die("moe_pack_size rejected the %s weights", prec_name(p));
   o->packed = xmalloc(size);
   if ((st = moe_pack(&d, &o->ex, o->packed, size)) != MOE_OK) die("moe_pack: %s", moe_status_str(st));
   o->pack_s = now_s() - t0 - o->gen_s;
@@ -814,18 +824,34 @@ static void ours_free(ours *o) {
   free(o->ws);
 }
 
-static void ours_layer(const ours *o, const layer_case *c) {
-  moe_call call = ours_call(c);
-  moe_status st = moe_fused_experts(&o->ex, &call, o->ws, o->ws_size, &o->par);
-  if (st != MOE_OK) die("moe_fused_experts: %s", moe_status_str(st));
-}
-
-static double ours_timed(const ours *o, const layer_case *c) {
+static double ours_timed(const ours *o, const layer_case *c, moe_stats *phases) {
   double t0;
+  moe_call call = ours_call(c);
+  moe_status st;
+  call.stats = phases;
   pool_warm((bench_pool *)o->par.pool);
   t0 = now_s();
-  ours_layer(o, c);
+  st = moe_fused_experts(&o->ex, &call, o->ws, o->ws_size, &o->par);
+  if (st != MOE_OK) die("moe_fused_experts: %s", moe_status_str(st));
   return now_s() - t0;
+}
+
+/* Routing M tokens from random f32 logits (top-k softmax, renormalized), the step before the layer. */
+static double route_timed(const layer_case *c) {
+  moe_router r;
+  float *logits = (float *)xmalloc((size_t)(c->M * c->E) * sizeof(float));
+  float *w = (float *)xmalloc((size_t)(c->M * c->topk) * sizeof(float));
+  int32_t *ids = (int32_t *)xmalloc((size_t)(c->M * c->topk) * sizeof(int32_t));
+  rng g = rng_seeded(7, (uint64_t)c->M);
+  double t0, t;
+  memset(&r, 0, sizeof r);
+  r.E = (int32_t)c->E, r.topk = c->topk, r.renormalize = 1;
+  for (int64_t i = 0; i < c->M * c->E; i++) logits[i] = (float)(4.0 * rng_unit(&g) - 2.0);
+  t0 = now_s();
+  if (moe_route(&r, logits, MOE_F32, c->M, w, ids) != MOE_OK) die("moe_route failed");
+  t = now_s() - t0;
+  free(logits), free(w), free(ids);
+  return t;
 }
 
 /* ==== the peer: the same layer on oneDNN, as an engine writes it ==================================
@@ -1158,6 +1184,7 @@ static void peer_destroy(peer *P) {
 }
 
 static void peer_quantize_x(peer *P, const layer_case *c) {
+  const int64_t work = c->M * P->K;
   PEER_PARALLEL_FOR
   for (int64_t m = 0; m < c->M; m++) {
     float *row = P->out_f32 + m * P->K; /* free until the layer zeroes it */
@@ -1191,7 +1218,7 @@ static void peer_gather(peer *P, const layer_case *c, int32_t s0, int64_t rows) 
 
 /* h = silu(gate) * up from the W13 output (int8: dequantized first, then requantized per row). */
 static void peer_activation(peer *P, int64_t e, int32_t s0, int64_t rows) {
-  const int64_t N = P->N;
+  const int64_t N = P->N, work = rows * N;
   PEER_PARALLEL_FOR
   for (int64_t r = 0; r < rows; r++) {
     const float *g = P->g_buf + r * 2 * N, *sc = P->s13 + e * 2 * N;
@@ -1207,6 +1234,7 @@ static void peer_activation(peer *P, int64_t e, int32_t s0, int64_t rows) {
 }
 
 static void peer_scatter(peer *P, int64_t e, int32_t s0, int64_t rows) {
+  const int64_t work = rows * P->K;
   PEER_PARALLEL_FOR
   for (int64_t r = 0; r < rows; r++) { /* an expert's rows are distinct tokens: no two rows collide */
     float w = P->slot_weight[s0 + r] * (P->a8 ? P->h_scale[r] : 1.0f);
@@ -1233,8 +1261,9 @@ static void peer_expert(peer *P, const layer_case *c, int64_t e) {
 }
 
 static void peer_layer(peer *P, const layer_case *c) {
+  const int64_t work = c->M * P->K;
   if (P->a8) peer_quantize_x(P, c);
-  memset(P->out_f32, 0, (size_t)(c->M * P->K) * sizeof(float));
+  memset(P->out_f32, 0, (size_t)work * sizeof(float));
   peer_group_slots(P, c);
   for (int64_t e = 0; e < P->E; e++)
     if (P->count[e]) peer_expert(P, c, e);
@@ -1267,6 +1296,26 @@ static void peer_set_threads(int n) {
   (void)n;
 #endif
 }
+
+/* libgomp reads its wait policy when it loads. By default its threads spin ~3 ms before sleeping,
+ * and spinning threads lose CFS's wake-up preference: on a shared machine every oneDNN parallel
+ * region then stalls for a scheduler tick (~8 ms). Unless the user chose a policy, give libgomp the
+ * spin our pool has (POOL_SPIN_S: 4000 rounds of ~25 ns on Zen 4) and re-execute. */
+static void peer_wait_policy(char **argv) {
+#ifdef _OPENMP
+  if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+  setenv("GOMP_SPINCOUNT", "4000", 1);
+  execv("/proc/self/exe", argv); /* returns only on failure: keep the default policy */
+  unsetenv("GOMP_SPINCOUNT");
+#else
+  (void)argv;
+#endif
+}
+
+static const char *peer_wait_policy_name(void) {
+  const char *policy = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+  return policy ? policy : spin ? spin : "default";
+}
 #else /* no oneDNN */
 typedef struct peer peer;
 static int peer_supports(moe_precision p) { return (void)p, 0; }
@@ -1278,6 +1327,7 @@ static void peer_prepare(peer *P, const layer_case *c) { (void)P, (void)c; }
 static void peer_destroy(peer *P) { (void)P; }
 static double peer_timed(peer *P, const layer_case *c) { return (void)P, (void)c, 0.0; }
 static void peer_set_threads(int n) { (void)n; }
+static void peer_wait_policy(char **argv) { (void)argv; }
 #endif
 
 /* ==== measurement ================================================================================= */
@@ -1295,6 +1345,8 @@ static double rel_err_bf16(const uint16_t *a, const uint16_t *b, size_t n) {
 typedef struct measurement {
   int runs;
   double *probe_gbs, *ours_s, *peer_s; /* per round */
+  moe_stats phases;                    /* our layer's phase times, summed over the rounds */
+  double route_s;                      /* moe_route on [M, E] logits, summed over the rounds */
   double *bytes;                       /* per round: weight bytes of the experts its routing hit */
   double peer_rel_err;
 } measurement;
@@ -1320,7 +1372,8 @@ static measurement measure(const bench_ctx *b, const ours *o, peer *P, layer_cas
   double t_round;
   memset(&r, 0, sizeof r);
   case_use_route(c, 0);
-  t_round = ours_timed(o, c) + 3 * SETTLE_S + 0.03;
+  t_round = ours_timed(o, c, NULL) + 3 * SETTLE_S + 0.03;
+  r.phases.clock = now_s;
   if (P) {
     t_round += peer_timed(P, c);
     r.peer_rel_err = rel_err_bf16(c->out_peer, c->out, (size_t)(c->M * c->K));
@@ -1337,7 +1390,8 @@ static measurement measure(const bench_ctx *b, const ours *o, peer *P, layer_cas
     r.probe_gbs[i] = probe_bandwidth(b->probe, b->pool);
     if (P && i % 2) sleep_s(SETTLE_S), r.peer_s[i] = peer_timed(P, c);
     sleep_s(SETTLE_S);
-    r.ours_s[i] = ours_timed(o, c);
+    r.ours_s[i] = ours_timed(o, c, &r.phases);
+    r.route_s += route_timed(c);
     if (P && i % 2 == 0) sleep_s(SETTLE_S), r.peer_s[i] = peer_timed(P, c);
   }
   return r;
@@ -1408,12 +1462,27 @@ static void json_int(json *j, const char *k, long long v) { json_add(j, "%s\"%s\
 static void json_num(json *j, const char *k, double v) { json_add(j, "%s\"%s\":%.6g", json_sep(j), k, v); }
 static void json_null(json *j, const char *k) { json_add(j, "%s\"%s\":null", json_sep(j), k); }
 
+/* Mean time per phase of our layer, routing included, and the share of everything that is not a
+ * GEMM (routing, sorting, quantization and conversion, the combine). */
+static void print_phases(json *j, const measurement *r) {
+  static const char *names[MOE_PHASE_COUNT] = {"prepare", "sort", "gemm1", "requant", "gemm2", "combine"};
+  double total = r->route_s, gemm = r->phases.seconds[MOE_PHASE_GEMM1] + r->phases.seconds[MOE_PHASE_GEMM2];
+  char key[32];
+  for (int i = 0; i < MOE_PHASE_COUNT; i++) {
+    snprintf(key, sizeof key, "ms_%s", names[i]);
+    json_num(j, key, 1e3 * r->phases.seconds[i] / r->runs);
+    total += r->phases.seconds[i];
+  }
+  json_num(j, "ms_route", 1e3 * r->route_s / r->runs);
+  json_num(j, "non_gemm_frac", total > 0 ? (total - gemm) / total : 0);
+}
+
 static void print_json(const bench_ctx *b, const case_result *cr, const summary *s) {
   const layer_case *c = cr->c;
   json j = {"{", 1};
   json_str(&j, "bench", "layer");
   json_str(&j, "model", cr->model);
-  json_str(&j, "precision", moe_precision_name(cr->p));
+  json_str(&j, "precision", prec_name(cr->p));
   json_str(&j, "dtype", "bf16");
   json_str(&j, "isa", moe_isa_name(moe_get_isa()));
   json_str(&j, "kernel", cr->kernel);
@@ -1433,6 +1502,7 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
   json_num(&j, "peak_gbs", s->probe.median), json_num(&j, "peak_gbs_min", s->probe.min);
   json_num(&j, "peak_gbs_max", s->probe.max);
   json_str(&j, "bound", s->bound);
+  print_phases(&j, cr->r);
   json_num(&j, "frac_of_peak", s->frac.median), json_num(&j, "frac_min", s->frac.min);
   json_num(&j, "frac_max", s->frac.max);
   if (cr->has_peer) {
@@ -1443,9 +1513,12 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
     json_num(&j, "onednn_ms_max", 1e3 * s->peer_ms.max);
     json_num(&j, "peer_rel_err", cr->r->peer_rel_err);
     json_str(&j, "onednn_impl", cr->peer_impl);
+#if MOE_BENCH_ONEDNN
+    json_str(&j, "omp_wait", peer_wait_policy_name()); /* OMP_WAIT_POLICY, else GOMP_SPINCOUNT */
+#endif
   } else {
     json_str(&j, "vs", "none");
-    json_null(&j, "speedup");
+    json_null(&j, "speedup"), json_null(&j, "speedup_min"), json_null(&j, "speedup_max");
     json_null(&j, "onednn_ms_median");
   }
   printf("%s}\n", j.buf);
@@ -1454,7 +1527,7 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
 
 static void print_human(const case_result *cr, const summary *s) {
   fprintf(stderr, "%-10s M=%-5lld %9.3f ms %7.1f GB/s %8.1f GFLOPS %6.1f%% of peak (%s; probe %.1f GB/s)",
-          moe_precision_name(cr->p), (long long)cr->c->M, 1e3 * s->ms.median, s->gbs.median, s->gflops,
+          prec_name(cr->p), (long long)cr->c->M, 1e3 * s->ms.median, s->gbs.median, s->gflops,
           100 * s->frac.median, s->bound, s->probe.median);
   if (cr->has_peer) fprintf(stderr, "  onednn %9.3f ms, speedup %.2fx", 1e3 * s->peer_ms.median, s->speedup.median);
   fputc('\n', stderr);
@@ -1501,17 +1574,17 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
   const moe_gemm_config *kern = moe_gemm_select(p);
   double t0;
   if (!kern) {
-    fprintf(stderr, "%s: not compiled in, skipped\n", moe_precision_name(p));
+    fprintf(stderr, "%s: not compiled in, skipped\n", prec_name(p));
     return;
   }
-  if (E < o->shape.topk) die("%s: only %lld experts fit --mem-gib %.1f", moe_precision_name(p), (long long)E, o->mem_gib);
+  if (E < o->shape.topk) die("%s: only %lld experts fit --mem-gib %.1f", prec_name(p), (long long)E, o->mem_gib);
   if (E < o->shape.E)
     fprintf(stderr, "note: %s uses %lld of the model's %lld experts to stay within --mem-gib %.1f\n",
-            moe_precision_name(p), (long long)E, (long long)o->shape.E, o->mem_gib);
+            prec_name(p), (long long)E, (long long)o->shape.E, o->mem_gib);
   ours_setup(&us, p, &o->shape, E, max_of(o->m, o->n_m), o->seed, b->pool);
   t0 = now_s();
   if (peer_supports(p)) P = peer_create(p, &o->shape, E, max_of(o->m, o->n_m), o->seed);
-  fprintf(stderr, "%s: %lld experts generated in %.1f s, moe_pack %.1f s", moe_precision_name(p), (long long)E,
+  fprintf(stderr, "%s: %lld experts generated in %.1f s, moe_pack %.1f s", prec_name(p), (long long)E,
           us.gen_s, us.pack_s);
   if (P) fprintf(stderr, ", oneDNN prepack %.1f s", now_s() - t0);
   fprintf(stderr, "; kernel %s\n", kern->name);
@@ -1530,6 +1603,7 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
 
 int main(int argc, char **argv) {
   options o = parse_options(argc, argv);
+  peer_wait_policy(argv);
   bench_ctx b;
   moe_isa isa = moe_set_isa(o.isa);
   double bw;

@@ -575,6 +575,115 @@ static inline double orc_rel_err(moe_dtype t, const void *a, int64_t lda, const 
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+#if defined(ORC_WANT_POOL)
+#include <pthread.h>
+
+/* ---- a pthread pool for moe_parallel whose parallel_for runs the tasks in varying orders (define
+ * ORC_WANT_POOL before including this file; link with pthreads) ---------------------------------------
+ * n_threads persistent workers; worker t runs ORC_ORDER_STRIDED t, t + N, t + 2N, ...; ORC_ORDER_REVERSED
+ * n-1-t, n-1-t-N, ...; ORC_ORDER_DYNAMIC whatever index is next when it is free. */
+typedef enum { ORC_ORDER_STRIDED, ORC_ORDER_REVERSED, ORC_ORDER_DYNAMIC } orc_order;
+typedef struct orc_pool orc_pool;
+typedef struct orc_worker_arg {
+  orc_pool *p;
+  int t;
+} orc_worker_arg;
+struct orc_pool {
+  int n_threads;
+  orc_order order;
+  pthread_t th[16];
+  pthread_mutex_t mu;
+  pthread_cond_t start, done;
+  uint64_t gen;
+  int pending, quit;
+  void (*fn)(void *, int64_t);
+  void *arg;
+  int64_t n, next;
+  orc_worker_arg args[16];
+};
+
+static inline void *orc_pool_worker(void *a) {
+  orc_pool *p = ((orc_worker_arg *)a)->p;
+  int t = ((orc_worker_arg *)a)->t, nt = p->n_threads;
+  uint64_t seen = 0;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (p->gen == seen && !p->quit) pthread_cond_wait(&p->start, &p->mu);
+    if (p->quit) {
+      pthread_mutex_unlock(&p->mu);
+      return NULL;
+    }
+    seen = p->gen;
+    pthread_mutex_unlock(&p->mu);
+    switch (p->order) {
+    case ORC_ORDER_STRIDED:
+      for (int64_t i = t; i < p->n; i += nt) p->fn(p->arg, i);
+      break;
+    case ORC_ORDER_REVERSED:
+      for (int64_t i = p->n - 1 - t; i >= 0; i -= nt) p->fn(p->arg, i);
+      break;
+    case ORC_ORDER_DYNAMIC:
+      for (;;) {
+        int64_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        if (i >= p->n) break;
+        p->fn(p->arg, i);
+      }
+      break;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (--p->pending == 0) pthread_cond_signal(&p->done);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+static inline void orc_pool_parallel_for(void *pp, void (*fn)(void *arg, int64_t i), void *arg, int64_t n) {
+  orc_pool *p = (orc_pool *)pp;
+  pthread_mutex_lock(&p->mu);
+  p->fn = fn, p->arg = arg, p->n = n, p->next = 0, p->pending = p->n_threads;
+  p->gen++;
+  pthread_cond_broadcast(&p->start);
+  while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+static inline void orc_pool_start(orc_pool *p, int n_threads, orc_order order) {
+  memset(p, 0, sizeof *p);
+  if (n_threads > 16) n_threads = 16;
+  p->n_threads = n_threads, p->order = order;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->start, NULL);
+  pthread_cond_init(&p->done, NULL);
+  for (int t = 0; t < n_threads; t++) {
+    p->args[t].p = p, p->args[t].t = t;
+    if (pthread_create(&p->th[t], NULL, orc_pool_worker, &p->args[t]) != 0) {
+      fprintf(stderr, "pthread_create failed\n");
+      exit(2);
+    }
+  }
+}
+
+static inline void orc_pool_stop(orc_pool *p) {
+  pthread_mutex_lock(&p->mu);
+  p->quit = 1;
+  pthread_cond_broadcast(&p->start);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 0; t < p->n_threads; t++) pthread_join(p->th[t], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->start);
+  pthread_cond_destroy(&p->done);
+}
+
+/* a moe_parallel over a started orc_pool */
+static inline moe_parallel orc_pool_parallel(orc_pool *p) {
+  moe_parallel par;
+  memset(&par, 0, sizeof par);
+  par.parallel_for = orc_pool_parallel_for;
+  par.pool = p;
+  par.n_threads = p->n_threads;
+  return par;
+}
+#endif /* ORC_WANT_POOL */
+
 #endif /* MOE_TEST_UTIL_H */
 
 #endif

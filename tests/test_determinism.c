@@ -3,11 +3,10 @@
  * Qwen-like small shape (E 32, topk 8, N 64, K 128, a gated shared expert of N 80, biases), every ISA tier
  * the machine has; the reference run (serial, one chunk) is also checked against the float64 oracle. */
 #define MOE_IMPLEMENTATION
+#define ORC_WANT_POOL /* oracle.h: the pthread pool */
 #include "../moe.h"
 #include "test_util.h"
 #include "oracle.h"
-
-#include <pthread.h>
 
 #define M_ 37
 #define E_ 32
@@ -16,98 +15,6 @@
 #define K_ 128
 #define NSH 80
 
-/* ---- a pthread pool whose parallel_for runs the tasks in varying orders ------------------------------
- * n_threads persistent workers; worker t runs ORDER_STRIDED t, t + N, t + 2N, ...; ORDER_REVERSED
- * n-1-t, n-1-t-N, ...; ORDER_DYNAMIC whatever index is next when it is free. */
-typedef enum { ORDER_STRIDED, ORDER_REVERSED, ORDER_DYNAMIC } order_kind;
-typedef struct pool {
-  int n_threads;
-  order_kind order;
-  pthread_t th[16];
-  pthread_mutex_t mu;
-  pthread_cond_t start, done;
-  uint64_t gen;
-  int pending, quit;
-  void (*fn)(void *, int64_t);
-  void *arg;
-  int64_t n, next;
-} pool;
-typedef struct worker_arg {
-  pool *p;
-  int t;
-} worker_arg;
-static worker_arg worker_args[16];
-
-static void *worker(void *a) {
-  pool *p = ((worker_arg *)a)->p;
-  int t = ((worker_arg *)a)->t, nt = p->n_threads;
-  uint64_t seen = 0;
-  for (;;) {
-    pthread_mutex_lock(&p->mu);
-    while (p->gen == seen && !p->quit) pthread_cond_wait(&p->start, &p->mu);
-    if (p->quit) {
-      pthread_mutex_unlock(&p->mu);
-      return NULL;
-    }
-    seen = p->gen;
-    pthread_mutex_unlock(&p->mu);
-    switch (p->order) {
-    case ORDER_STRIDED:
-      for (int64_t i = t; i < p->n; i += nt) p->fn(p->arg, i);
-      break;
-    case ORDER_REVERSED:
-      for (int64_t i = p->n - 1 - t; i >= 0; i -= nt) p->fn(p->arg, i);
-      break;
-    case ORDER_DYNAMIC:
-      for (;;) {
-        int64_t i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
-        if (i >= p->n) break;
-        p->fn(p->arg, i);
-      }
-      break;
-    }
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0) pthread_cond_signal(&p->done);
-    pthread_mutex_unlock(&p->mu);
-  }
-}
-
-static void pool_parallel_for(void *pp, void (*fn)(void *arg, int64_t i), void *arg, int64_t n) {
-  pool *p = (pool *)pp;
-  pthread_mutex_lock(&p->mu);
-  p->fn = fn, p->arg = arg, p->n = n, p->next = 0, p->pending = p->n_threads;
-  p->gen++;
-  pthread_cond_broadcast(&p->start);
-  while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
-}
-
-static void pool_start(pool *p, int n_threads, order_kind order) {
-  memset(p, 0, sizeof *p);
-  p->n_threads = n_threads, p->order = order;
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->start, NULL);
-  pthread_cond_init(&p->done, NULL);
-  for (int t = 0; t < n_threads; t++) {
-    worker_args[t].p = p, worker_args[t].t = t;
-    if (pthread_create(&p->th[t], NULL, worker, &worker_args[t]) != 0) {
-      fprintf(stderr, "pthread_create failed\n");
-      exit(2);
-    }
-  }
-}
-
-static void pool_stop(pool *p) {
-  pthread_mutex_lock(&p->mu);
-  p->quit = 1;
-  pthread_cond_broadcast(&p->start);
-  pthread_mutex_unlock(&p->mu);
-  for (int t = 0; t < p->n_threads; t++) pthread_join(p->th[t], NULL);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->start);
-  pthread_cond_destroy(&p->done);
-}
-
 /* ---- one precision ----------------------------------------------------------------------------------- */
 static const char *order_name[] = {"strided", "reversed", "dynamic"};
 static const char *pname(moe_precision p) {
@@ -115,7 +22,7 @@ static const char *pname(moe_precision p) {
   return s ? s : "?";
 }
 
-static void run(const moe_experts *ex, const moe_call *base, int64_t chunk, pool *pl, void *out, size_t bytes,
+static void run(const moe_experts *ex, const moe_call *base, int64_t chunk, orc_pool *pl, void *out, size_t bytes,
                 const char *what) {
   moe_call c = *base;
   moe_parallel par;
@@ -131,7 +38,7 @@ static void run(const moe_experts *ex, const moe_call *base, int64_t chunk, pool
   test_poison(ws, wsb);
   memset(&par, 0, sizeof par);
   if (pl) {
-    par.parallel_for = pool_parallel_for;
+    par.parallel_for = orc_pool_parallel_for;
     par.pool = pl;
     par.n_threads = pl->n_threads;
   }
@@ -182,11 +89,11 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
 
   /* the reference: one thread, one chunk */
   {
-    pool one;
-    pool_start(&one, 1, ORDER_STRIDED);
+    orc_pool one;
+    orc_pool_start(&one, 1, ORC_ORDER_STRIDED);
     ref_out = test_malloc(bytes);
     run(&ex, &c, 0, &one, ref_out, bytes, "reference");
-    pool_stop(&one);
+    orc_pool_stop(&one);
     memset(&o, 0, sizeof o);
     o.w = &pl.w, o.shared = &sp.w, o.shared_gate = gate, o.dtype = t, o.x = x, o.M = M_, o.topk = TOPK;
     o.topk_weights = tw, o.topk_ids = ids, o.act = c.act, o.rsf = 2.5f;
@@ -197,13 +104,13 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
   out = test_malloc(bytes);
   for (int ti = 0; ti < 4 && !omp; ti++)
     for (int oi = 0; oi < 3; oi++) {
-      pool pp;
+      orc_pool pp;
       char what[96];
-      if (threads[ti] == 1 && oi == ORDER_DYNAMIC) continue;
-      pool_start(&pp, threads[ti], (order_kind)oi);
+      if (threads[ti] == 1 && oi == ORC_ORDER_DYNAMIC) continue;
+      orc_pool_start(&pp, threads[ti], (orc_order)oi);
       snprintf(what, sizeof what, "%s %d threads %s", pname(p), threads[ti], order_name[oi]);
       run(&ex, &c, 0, &pp, out, bytes, what);
-      pool_stop(&pp);
+      orc_pool_stop(&pp);
       runs++, same += memcmp(out, ref_out, bytes) == 0;
       CHECK(memcmp(out, ref_out, bytes) == 0, "%s: output differs from the 1-thread run", what);
     }
@@ -215,14 +122,14 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
   }
   for (int ci = 0; ci < 4; ci++)
     for (int v = 0; v < 3; v++) { /* every chunking, with 3 threads reversed, 7 dynamic, OpenMP */
-      pool pp;
+      orc_pool pp;
       char what[96];
       if ((v == 2) != (omp != 0)) continue;
-      if (v < 2) pool_start(&pp, v == 0 ? 3 : 7, v == 0 ? ORDER_REVERSED : ORDER_DYNAMIC);
+      if (v < 2) orc_pool_start(&pp, v == 0 ? 3 : 7, v == 0 ? ORC_ORDER_REVERSED : ORC_ORDER_DYNAMIC);
       snprintf(what, sizeof what, "%s chunk_tokens %lld, %s", pname(p), (long long)chunks[ci],
                v == 0 ? "3 threads reversed" : v == 1 ? "7 threads dynamic" : "OpenMP");
       run(&ex, &c, chunks[ci], v == 2 ? NULL : &pp, out, bytes, what);
-      if (v < 2) pool_stop(&pp);
+      if (v < 2) orc_pool_stop(&pp);
       runs++, same += memcmp(out, ref_out, bytes) == 0;
       CHECK(memcmp(out, ref_out, bytes) == 0, "%s: output differs from the 1-thread, 1-chunk run", what);
     }
