@@ -168,17 +168,19 @@ typedef struct moe__layer {
   float alpha, limit, rsf;
   /* the current chunk */
   int64_t m0, mc, n_blocks, n_groups;
-  int32_t *sorted, *block_expert, *block_rows, *scratch, *pos;
+  int64_t chunk1, chunk2;      /* weight panels (gemm1) and panel pairs (gemm2) per task         */
+  int n_threads;
+  int32_t *sorted, *block_expert, *block_rows, *scratch;
   int32_t *group_first;        /* [n_groups + 1]: the blocks of one expert, consecutive        */
   float *xf, *x_scale, *gate;  /* x as f32 [mc][K]; A8 row scales; shared gate per token         */
   void *xa;                    /* x prepared for GEMM1: bf16 or u8 [mc][K] (NULL: use x itself)  */
   float *h, *h_scale;          /* [cap][N_max] f32 activation outputs; A8 row scales             */
   void *ha;                    /* h prepared for GEMM2: bf16 or u8 [cap][N_max]                  */
-  float *y;                    /* [cap][K] f32 expert outputs at sorted positions                */
+  float *acc, *acc_shared;     /* [mc][K] f32 sums of the routed experts' outputs; the shared one */
 } moe__layer;
 
 typedef struct moe__ws_plan {
-  size_t sorted, blocks, scratch, pos, groups, xf, x_scale, gate, xa, h, h_scale, ha, y, total;
+  size_t sorted, blocks, scratch, acc_shared, groups, xf, x_scale, gate, xa, h, h_scale, ha, acc, total;
   int64_t cap;
 } moe__ws_plan;
 
@@ -196,7 +198,7 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[0] = (size_t)cap * 4;
   sz[1] = (size_t)(cap / MOE_BLOCK_M) * 8;
   sz[2] = ((size_t)L->ex->E + 1) * 4;
-  sz[3] = (size_t)mc * (size_t)L->T * 4;
+  sz[3] = L->sh ? (size_t)mc * (size_t)L->K * 4 : 0;
   sz[4] = (size_t)mc * (size_t)L->K * 4;
   sz[5] = (size_t)mc * 4;
   sz[6] = (size_t)mc * 4;
@@ -204,14 +206,14 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[8] = (size_t)cap * (size_t)L->N_max * 4;
   sz[9] = (size_t)cap * 4;
   sz[10] = (size_t)cap * (size_t)L->N_max * a_elt;
-  sz[11] = (size_t)cap * (size_t)L->K * 4;
+  sz[11] = (size_t)mc * (size_t)L->K * 4;
   sz[12] = (size_t)(cap / MOE_BLOCK_M + 1) * 4;
   for (int i = 0; i < 13; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
   }
-  w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.pos = sz[3], w.xf = sz[4], w.x_scale = sz[5];
-  w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.y = sz[11], w.groups = sz[12];
+  w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.acc_shared = sz[3], w.xf = sz[4], w.x_scale = sz[5];
+  w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.acc = sz[11], w.groups = sz[12];
   if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
   return w;
 }
@@ -222,7 +224,7 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->sorted = (int32_t *)b, b += w->sorted;
   L->block_expert = (int32_t *)b, L->block_rows = L->block_expert + w->cap / MOE_BLOCK_M, b += w->blocks;
   L->scratch = (int32_t *)b, b += w->scratch;
-  L->pos = (int32_t *)b, b += w->pos;
+  L->acc_shared = (float *)b, b += w->acc_shared;
   L->group_first = (int32_t *)b, b += w->groups;
   L->xf = (float *)b, b += w->xf;
   L->x_scale = (float *)b, b += w->x_scale;
@@ -231,7 +233,7 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->h = (float *)b, b += w->h;
   L->h_scale = (float *)b, b += w->h_scale;
   L->ha = b, b += w->ha;
-  L->y = (float *)b;
+  L->acc = (float *)b;
 }
 
 /* ---- validation ----------------------------------------------------------------------------------- */
@@ -258,8 +260,8 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   if (sh && sh->precision != ex->precision) return MOE_ERR_UNSUPPORTED;
   if (c->M < 0 || c->chunk_tokens < 0 || (c->ldx && c->ldx < ex->K) || (c->ldo && c->ldo < ex->K)) return MOE_ERR_SHAPE;
   if (!shared_only) {
-    int64_t n_global = c->expert_map ? c->n_global : ex->E;
-    if (c->expert_map && n_global < 1) return MOE_ERR_SHAPE;
+    int64_t n_global = c->expert_map && c->n_global ? c->n_global : ex->E;
+    if (n_global < 1) return MOE_ERR_SHAPE;
     if (c->topk < 1 || c->topk > n_global) return MOE_ERR_SHAPE;
   }
   if (!(c->routed_scaling_factor == c->routed_scaling_factor)) return MOE_ERR_ARG;
@@ -287,7 +289,7 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
 /* Every id of the whole call, before anything is written (a later chunk must not fail). */
 static inline moe_status moe__check_ids(const moe__layer *L) {
   const moe_call *c = L->call;
-  int64_t n_global = c->expert_map ? c->n_global : L->ex->E;
+  int64_t n_global = c->expert_map && c->n_global ? c->n_global : L->ex->E;
   if (c->expert_map)
     for (int64_t g = 0; g < n_global; g++)
       if (c->expert_map[g] < -1 || c->expert_map[g] >= L->ex->E) return MOE_ERR_EXPERT_ID;
@@ -326,6 +328,24 @@ static inline void moe__parallel(const moe_parallel *par, void (*fn)(void *, int
 #endif
 }
 
+/* Small phases run on the calling thread: waking a pool costs more than they do. */
+#define MOE__SERIAL_WORK 65536 /* elements */
+static inline void moe__parallel_if(const moe_parallel *par, void (*fn)(void *, int64_t), void *arg, int64_t n,
+                                    int64_t work) {
+  if (work < MOE__SERIAL_WORK)
+    for (int64_t i = 0; i < n; i++) fn(arg, i);
+  else
+    moe__parallel(par, fn, arg, n);
+}
+
+static inline int moe__threads(const moe_parallel *par) {
+  if (par && par->n_threads > 0) return par->n_threads;
+#ifdef _OPENMP
+  if (!par || !par->parallel_for) return omp_get_max_threads();
+#endif
+  return par && par->parallel_for ? 8 : 1; /* a pool of unknown size: assume a few threads */
+}
+
 /* ---- phases of one chunk ------------------------------------------------------------------------ */
 static inline const uint8_t *moe__x_row(const moe__layer *L, int64_t m) {
   return (const uint8_t *)L->call->x + (size_t)((L->m0 + m) * L->ldx) * moe__elt(L->call->dtype);
@@ -342,6 +362,8 @@ static inline void moe__prepare_token(void *arg, int64_t m) {
     if (c->dtype == MOE_BF16) L->ops->from_bf16((const uint16_t *)(const void *)moe__x_row(L, m), xf, L->K);
     else moe_convert_to_f32(c->dtype, moe__x_row(L, m), xf, (size_t)L->K);
   }
+  memset(L->acc + m * L->K, 0, (size_t)L->K * sizeof(float));
+  if (L->sh) memset(L->acc_shared + m * L->K, 0, (size_t)L->K * sizeof(float));
   L->gate[m] = 1.0f;
   if (gated) {
     float s = 0.0f;
@@ -367,16 +389,15 @@ static inline float moe__slot_weight(const moe__layer *L, int64_t s) {
   return L->gate[s - L->mc * L->topk];
 }
 
-/* Sorts the chunk's slots into blocks (routed experts, then the shared expert E) and records the
- * sorted position of every slot for the combine (-1: skipped). */
+/* Sorts the chunk's slots into blocks (routed experts, then the shared expert E) and groups the
+ * blocks of each expert. */
 static inline moe_status moe__sort_chunk(moe__layer *L) {
   const moe_call *c = L->call;
   int64_t nb = 0, base;
   int32_t E = (int32_t)L->ex->E;
-  for (int64_t i = 0; i < L->mc * L->T; i++) L->pos[i] = -1;
   if (L->topk > 0) {
     moe_status st = moe_sort_slots(c->topk_ids + L->m0 * L->topk, L->mc, L->topk, E, c->expert_map,
-                                   c->expert_map ? c->n_global : E, MOE_BLOCK_M, L->scratch, L->sorted,
+                                   c->expert_map && c->n_global ? c->n_global : E, MOE_BLOCK_M, L->scratch, L->sorted,
                                    L->block_expert, L->block_rows, &nb);
     if (st != MOE_OK) return st;
   }
@@ -395,12 +416,6 @@ static inline moe_status moe__sort_chunk(moe__layer *L) {
   for (int64_t b = 0; b < nb; b++)
     if (b == 0 || L->block_expert[b] != L->block_expert[b - 1]) L->group_first[L->n_groups++] = (int32_t)b;
   L->group_first[L->n_groups] = (int32_t)nb;
-  for (int64_t b = 0; b < nb; b++)
-    for (int32_t r = 0; r < L->block_rows[b]; r++) {
-      int64_t s = L->sorted[b * MOE_BLOCK_M + r];
-      int64_t m = moe__slot_token(L, s), j = s < L->mc * L->topk ? s % L->topk : L->topk;
-      L->pos[m * L->T + j] = (int32_t)(b * MOE_BLOCK_M + r);
-    }
   return MOE_OK;
 }
 
@@ -413,8 +428,9 @@ static inline const moe_experts *moe__block_experts(const moe__layer *L, int64_t
 
 static inline int64_t moe__h_panels(const moe__layer *L) { return moe__cdiv(L->N_max, MOE_NR); }
 
-/* GEMM1 of block b, h panel p: h rows of the block, columns 32p..32p+31. */
-static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p) {
+/* GEMM1 of block b, h panel p: h rows of the block, columns 32p..32p+31; next_p is the panel the
+ * task reads next (-1: none), a prefetch hint. */
+static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, int64_t next_p) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
   const void *a[MOE_BLOCK_M];
@@ -434,6 +450,10 @@ static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p) {
   g.a_scale = a_scale;
   g.w = X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes;
   g.panel_bytes = X->panel13_bytes;
+  if (next_p >= 0 && next_p * MOE_NR < X->N) {
+    g.w_next = X->w13 + (size_t)(e * X->panels13 + 2 * next_p) * X->panel13_bytes;
+    g.w_next_bytes = 2 * X->panel13_bytes;
+  }
   g.kred = X->K;
   g.kpad = X->k13_pad;
   g.kgroup = moe__kgroup(X->precision, X->block_k, X->group);
@@ -460,76 +480,100 @@ static inline void moe__prepare_h(void *arg, int64_t b) {
   }
 }
 
-/* GEMM2 of block b, output panel p: y rows of the block, columns 32p..32p+31. */
-static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t p) {
+/* GEMM2 of block b, output panel pair q: columns 64q..64q+63 (two panels) of the block's rows,
+ * weighted and added to their tokens' sums; next is the panel pair the task reads next (NULL:
+ * none), a prefetch hint. */
+static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, const uint8_t *next, size_t next_bytes) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
   const void *a[MOE_BLOCK_M];
-  float row_weight[MOE_BLOCK_M];
+  float *c_rows[MOE_BLOCK_M], row_weight[MOE_BLOCK_M];
   moe_gemm_args g;
   int64_t row0 = b * MOE_BLOCK_M;
   memset(&g, 0, sizeof g);
   g.mr = L->block_rows[b];
-  g.nr = (int32_t)(L->K - p * MOE_NR < MOE_NR ? L->K - p * MOE_NR : MOE_NR);
+  g.nr = (int32_t)(L->K - q * 2 * MOE_NR < 2 * MOE_NR ? L->K - q * 2 * MOE_NR : 2 * MOE_NR);
   for (int32_t r = 0; r < g.mr; r++) {
     a[r] = L->a8 ? (const void *)((const uint8_t *)L->ha + (row0 + r) * L->N_max)
                  : (const void *)((const uint16_t *)L->ha + (row0 + r) * L->N_max);
-    row_weight[r] = moe__slot_weight(L, L->sorted[row0 + r]);
+    int64_t s = L->sorted[row0 + r], m = moe__slot_token(L, s);
+    row_weight[r] = moe__slot_weight(L, s);
+    c_rows[r] = (s < L->mc * L->topk ? L->acc : L->acc_shared) + m * L->K + q * 2 * MOE_NR;
   }
   g.a = a;
   g.a_scale = L->h_scale + row0;
-  g.w = X->w2 + (size_t)(e * X->panels2 + p) * X->panel2_bytes;
+  g.w = X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
   g.panel_bytes = X->panel2_bytes;
+  g.w_next = next, g.w_next_bytes = next_bytes;
   g.kred = X->N;
   g.kpad = X->k2_pad;
   g.kgroup = moe__kgroup(X->precision, X->block_k, X->group);
-  g.bias = X->b2 ? X->b2 + e * X->K + p * MOE_NR : NULL;
+  g.bias = X->b2 ? X->b2 + e * X->K + q * 2 * MOE_NR : NULL;
   g.row_weight = row_weight;
-  g.c = L->y + row0 * L->K + p * MOE_NR;
-  g.ldc = L->K;
+  g.c_rows = c_rows;
   L->kern->gemm2(&g);
 }
 
-/* GEMM tasks (expert group, panel): every block of one expert against one weight panel, so the
- * panel comes from DRAM once and stays in cache while the expert's rows stream through it. Few
- * experts hit (decode) still give experts x panels tasks: N is split within each expert. */
+/* GEMM1 tasks (expert group, run of panels): every block of one expert against a few consecutive
+ * weight panels, so each panel comes from DRAM once and stays in cache while the expert's rows
+ * stream through it, and the next panel of the run is prefetched meanwhile. Few experts hit
+ * (decode) still give experts x panel runs tasks: N is split within each expert. */
 static inline void moe__gemm1_task(void *arg, int64_t t) {
   const moe__layer *L = (const moe__layer *)arg;
-  int64_t gi = t / moe__h_panels(L), p = t % moe__h_panels(L);
-  for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm1_block(L, b, p);
-}
-static inline void moe__gemm2_task(void *arg, int64_t t) {
-  const moe__layer *L = (const moe__layer *)arg;
-  int64_t np = moe__cdiv(L->K, MOE_NR), gi = t / np, p = t % np;
-  for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm2_block(L, b, p);
+  int64_t runs = moe__cdiv(moe__h_panels(L), L->chunk1), gi = t / runs, p0 = t % runs * L->chunk1;
+  int64_t p1 = p0 + L->chunk1 < moe__h_panels(L) ? p0 + L->chunk1 : moe__h_panels(L);
+  for (int64_t p = p0; p < p1; p++)
+    for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm1_block(L, b, p, p + 1 < p1 ? p + 1 : -1);
 }
 
-/* Token m: out = rsf * (sum_j y_j + routed_in) + y_shared, summed in f32 in the order j = 0..topk-1
- * and rounded once. */
+/* GEMM2 tasks (run of output panel pairs): every expert in ascending order against those columns,
+ * so each output element is summed by one task, over its token's experts in a fixed order (the
+ * sort's: expert id, then slot), whatever the threads and chunks. The weights of the next
+ * (expert, pair) are prefetched. */
+static inline int64_t moe__pairs2(const moe__layer *L) { return moe__cdiv(L->K, 2 * MOE_NR); }
+
+static inline const uint8_t *moe__w2_pair(const moe__layer *L, int64_t gi, int64_t q, size_t *bytes) {
+  int64_t e;
+  const moe_experts *X = moe__block_experts(L, L->group_first[gi], &e);
+  *bytes = (2 * q + 1 < X->panels2 ? 2 : 1) * X->panel2_bytes;
+  return X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
+}
+
+static inline void moe__gemm2_task(void *arg, int64_t t) {
+  const moe__layer *L = (const moe__layer *)arg;
+  int64_t q0 = t * L->chunk2, q1 = q0 + L->chunk2 < moe__pairs2(L) ? q0 + L->chunk2 : moe__pairs2(L);
+  for (int64_t gi = 0; gi < L->n_groups; gi++)
+    for (int64_t q = q0; q < q1; q++) {
+      size_t next_bytes = 0;
+      const uint8_t *next = q + 1 < q1 ? moe__w2_pair(L, gi, q + 1, &next_bytes)
+                            : gi + 1 < L->n_groups ? moe__w2_pair(L, gi + 1, q0, &next_bytes) : NULL;
+      for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm2_block(L, b, q, next, next_bytes);
+    }
+}
+
+/* Work units per task: runs of up to `most`, but at least `per_thread` tasks per thread. */
+static inline int64_t moe__run_length(const moe__layer *L, int64_t units, int64_t per_thread, int64_t most) {
+  int64_t per = units / (per_thread * (int64_t)L->n_threads);
+  return per < 1 ? 1 : per > most ? most : per;
+}
+
+/* Token m: out = rsf * (sum of the routed experts + routed_in) + the shared expert, in f32, rounded
+ * once. */
 static inline void moe__combine_token(void *arg, int64_t m) {
   const moe__layer *L = (const moe__layer *)arg;
   const moe_call *c = L->call;
-  float *acc = L->xf + m * L->K; /* x as f32 is no longer needed */
-  const int32_t *pos = L->pos + m * L->T;
+  float *acc = L->acc + m * L->K;
   size_t esz = moe__elt(c->dtype);
-  for (int64_t k = 0; k < L->K; k++) acc[k] = 0.0f;
-  for (int32_t j = 0; j < L->topk; j++)
-    if (pos[j] >= 0) L->ops->add(acc, L->y + (int64_t)pos[j] * L->K, L->K);
   if (L->routed_in) {
     const uint8_t *src = (const uint8_t *)L->routed_in + (size_t)((L->m0 + m) * L->ldo) * esz;
-    for (int64_t k = 0; k < L->K; k++) {
-      float v;
-      if (c->dtype == MOE_F32) memcpy(&v, src + 4 * k, 4);
-      else {
-        uint16_t u;
-        memcpy(&u, src + 2 * k, 2);
-        v = c->dtype == MOE_BF16 ? moe_bf16_to_f32(u) : moe_f16_to_f32(u);
-      }
-      acc[k] += v;
-    }
+    float *r = L->xf + m * L->K; /* x as f32 is no longer needed */
+    if (c->dtype == MOE_BF16) L->ops->from_bf16((const uint16_t *)(const void *)src, r, L->K);
+    else moe_convert_to_f32(c->dtype, src, r, (size_t)L->K);
+    L->ops->add(acc, r, L->K);
   }
-  for (int64_t k = 0; k < L->K; k++) acc[k] *= L->rsf;
-  if (L->sh) L->ops->add(acc, L->y + (int64_t)pos[L->topk] * L->K, L->K);
+  if (L->rsf != 1.0f)
+    for (int64_t k = 0; k < L->K; k++) acc[k] *= L->rsf;
+  if (L->sh) L->ops->add(acc, L->acc_shared + m * L->K, L->K);
   if (c->dtype == MOE_BF16)
     L->ops->to_bf16(acc, (uint16_t *)(void *)((uint8_t *)c->out + (size_t)((L->m0 + m) * L->ldo) * esz), L->K);
   else
@@ -548,17 +592,19 @@ static inline void moe__lap(const moe__layer *L, moe_phase phase, double *t) {
 
 static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
   double t = L->call->stats && L->call->stats->clock ? L->call->stats->clock() : 0.0;
-  moe__parallel(par, moe__prepare_token, L, L->mc);
+  moe__parallel_if(par, moe__prepare_token, L, L->mc, L->mc * L->K);
   moe__lap(L, MOE_PHASE_PREPARE, &t);
   moe__sort_chunk(L); /* ids were validated for the whole call */
   moe__lap(L, MOE_PHASE_SORT, &t);
-  moe__parallel(par, moe__gemm1_task, L, L->n_groups * moe__h_panels(L));
+  L->chunk1 = moe__run_length(L, L->n_groups * moe__h_panels(L), 8, 4);
+  L->chunk2 = moe__run_length(L, moe__pairs2(L), 4, 8);
+  moe__parallel(par, moe__gemm1_task, L, L->n_groups * moe__cdiv(moe__h_panels(L), L->chunk1));
   moe__lap(L, MOE_PHASE_GEMM1, &t);
-  moe__parallel(par, moe__prepare_h, L, L->n_blocks);
+  moe__parallel_if(par, moe__prepare_h, L, L->n_blocks, L->mc * L->T * L->N_max);
   moe__lap(L, MOE_PHASE_REQUANT, &t);
-  moe__parallel(par, moe__gemm2_task, L, L->n_groups * moe__cdiv(L->K, MOE_NR));
+  moe__parallel(par, moe__gemm2_task, L, moe__cdiv(moe__pairs2(L), L->chunk2));
   moe__lap(L, MOE_PHASE_GEMM2, &t);
-  moe__parallel(par, moe__combine_token, L, L->mc);
+  moe__parallel_if(par, moe__combine_token, L, L->mc, L->mc * L->T * L->K);
   moe__lap(L, MOE_PHASE_COMBINE, &t);
 }
 
@@ -569,6 +615,7 @@ static inline moe_status moe__run(moe__layer *L, void *ws, size_t ws_size, const
   if ((st = moe__check_data(L, ws, ws_size)) != MOE_OK) return st;
   w = moe__plan_ws(L, L->call->M < L->chunk ? L->call->M : L->chunk);
   moe__carve(L, &w, ws);
+  L->n_threads = moe__threads(par);
   for (L->m0 = 0; L->m0 < L->call->M; L->m0 += L->mc) {
     L->mc = L->call->M - L->m0 < L->chunk ? L->call->M - L->m0 : L->chunk;
     moe__run_chunk(L, par);
@@ -626,7 +673,7 @@ static inline moe_status moe__forward_plan(const moe_experts *ex, const moe_rout
   int64_t chunk;
   if (!ex || !router || !call) return MOE_ERR_NULL;
   if (router->topk != call->topk) return MOE_ERR_SHAPE;
-  if (router->E != (call->expert_map ? call->n_global : ex->E)) return MOE_ERR_SHAPE;
+  if (router->E != (call->expert_map && call->n_global ? call->n_global : ex->E)) return MOE_ERR_SHAPE;
   chunk = call->chunk_tokens > 0 ? call->chunk_tokens : MOE_DEFAULT_CHUNK;
   *sub = *call;
   sub->M = call->M < chunk ? call->M : chunk;

@@ -33,12 +33,14 @@
  *
  * MICROKERNEL CONTRACT (moe_gemm_args)
  *   gemm1: c[m][n] = act(gate[m][n] + b13g[n], up[m][n] + b13u[n])          for m < mr, n < nr
- *   gemm2: c[m][n] = (acc[m][n] + b2[n]) * row_weight[m]                   for m < mr, n < nr
+ *   gemm2: c_rows[m][n] = fma(acc[m][n] + b2[n], row_weight[m], c_rows[m][n])  for m < mr, n < nr
  * acc is the dequantized dot product over k < kred; rows come through mr row pointers a[m] (bf16 for
  * A16 precisions, u8 = q + 128 with a_scale[m] for A8 precisions), each readable for kred elements
- * (kernels must not read past kred). c is f32 with row stride ldc; exactly mr x nr elements are
- * written (overwritten, never accumulated, so c may hold NaN before). Any mr in 1..MOE_BLOCK_M,
- * any nr in 1..32.
+ * (kernels must not read past kred). gemm1 overwrites exactly mr x nr elements of c (never reads
+ * them: c may hold NaN before); gemm2 adds into mr x nr elements of its rows (a token's experts
+ * add up there in the order the caller runs them; rows may repeat, they are done in order). Any mr in 1..MOE_BLOCK_M;
+ * nr in 1..32 for gemm1; for gemm2 1..64, where columns 32..63 come from the next panel
+ * (w + panel_bytes). w_next is a prefetch hint only: it is never dereferenced.
  */
 #ifndef MOE_GEMM_H
 #define MOE_GEMM_H
@@ -89,6 +91,8 @@ typedef struct moe_gemm_args {
   const float *a_scale;     /* A8: mr row scales                                                */
   const uint8_t *w;         /* the panel (gemm1: the gate panel; the up panel follows it)       */
   size_t panel_bytes;
+  const uint8_t *w_next;    /* hint: weights the caller reads next (may be prefetched), or NULL */
+  size_t w_next_bytes;
   int64_t kred, kpad;       /* reduction length and its padded length                           */
   int32_t kgroup;           /* k per scale group (fp8 block_k, int4 group, 32 for mxfp4)        */
   const float *bias;        /* gemm1: gate bias [nr] (up bias at bias_up); gemm2: [nr]; or NULL */
@@ -96,8 +100,9 @@ typedef struct moe_gemm_args {
   const float *row_weight;  /* gemm2: [mr] top-k weight per row                                 */
   moe_activation act;
   float alpha, limit;       /* resolved SWIGLU_OAI parameters                                   */
-  float *c;                 /* mr x nr outputs, f32                                             */
+  float *c;                 /* gemm1: mr x nr outputs, f32, row stride ldc                      */
   int64_t ldc;
+  float *const *c_rows;     /* gemm2: mr output rows, f32, accumulated into                     */
 } moe_gemm_args;
 typedef void (*moe_gemm_ukernel)(const moe_gemm_args *args);
 
@@ -554,10 +559,13 @@ static inline void moe__gemm1_epilogue_scalar(const moe_gemm_args *g, float gate
       g->c[m * g->ldc + n] = moe__act(g->act, gv, uv, g->alpha, g->limit);
     }
 }
-static inline void moe__gemm2_epilogue_scalar(const moe_gemm_args *g, float acc[][MOE_NR]) {
+/* One fused multiply-add per element (fmaf), the same rounding as the vector kernels'. */
+static inline void moe__gemm2_epilogue_scalar(const moe_gemm_args *g, float acc[][MOE_NR], int32_t col0) {
   for (int32_t m = 0; m < g->mr; m++)
-    for (int32_t n = 0; n < g->nr; n++)
-      g->c[m * g->ldc + n] = (acc[m][n] + (g->bias ? g->bias[n] : 0.0f)) * g->row_weight[m];
+    for (int32_t n = 0; n < g->nr; n++) {
+      float *c = g->c_rows[m] + col0 + n;
+      *c = fmaf(acc[m][n] + (g->bias ? g->bias[n] : 0.0f), g->row_weight[m], *c);
+    }
 }
 
 static inline void moe__gemm1_scalar(moe_precision p, const moe_gemm_args *g) {
@@ -566,10 +574,16 @@ static inline void moe__gemm1_scalar(moe_precision p, const moe_gemm_args *g) {
   moe__dot_scalar(p, g, g->w + g->panel_bytes, up);
   moe__gemm1_epilogue_scalar(g, gate, up);
 }
+/* gemm2 covers one panel, or two neighbouring ones when nr > 32. */
 static inline void moe__gemm2_scalar(moe_precision p, const moe_gemm_args *g) {
   float acc[MOE_BLOCK_M][MOE_NR];
-  moe__dot_scalar(p, g, g->w, acc);
-  moe__gemm2_epilogue_scalar(g, acc);
+  for (int32_t half = 0; half * MOE_NR < g->nr; half++) {
+    moe_gemm_args h = *g;
+    h.nr = g->nr - half * MOE_NR < MOE_NR ? g->nr - half * MOE_NR : MOE_NR;
+    h.bias = g->bias ? g->bias + half * MOE_NR : NULL;
+    moe__dot_scalar(p, &h, g->w + (size_t)half * g->panel_bytes, acc);
+    moe__gemm2_epilogue_scalar(&h, acc, half * MOE_NR);
+  }
 }
 
 /* The named scalar microkernels: <activations>_<weights>_gemm{1,2}_ukernel_<MR>x<NR>c<KR>__scalar. */
@@ -705,29 +719,32 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__act_avx512(moe_activation act, __m512 g
   return _mm512_div_ps(_mm512_mul_ps(g, u), _mm512_add_ps(one, moe__exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), z))));
 }
 
-/* Column masks of the two 16-column halves of a 32-column panel with nr valid columns. */
-static inline __mmask16 moe__mask_lo(int32_t nr) { return (__mmask16)(nr >= 16 ? 0xFFFF : (1u << nr) - 1); }
-static inline __mmask16 moe__mask_hi(int32_t nr) { return (__mmask16)(nr >= 32 ? 0xFFFF : nr > 16 ? (1u << (nr - 16)) - 1 : 0); }
+/* Mask of the 16-column vector v (0..3) of a tile with nr valid columns. */
+static inline __mmask16 moe__col_mask(int32_t nr, int v) {
+  int32_t left = nr - 16 * v;
+  return (__mmask16)(left >= 16 ? 0xFFFF : left > 0 ? (1u << left) - 1 : 0);
+}
 
-/* Epilogues on one row: acc = 4 vectors (gate lo, gate hi, up lo, up hi) or 2 (gemm2). */
+/* Epilogues on one row. gemm1: gate lo/hi and up lo/hi -> act -> 32 columns. gemm2: up to 4
+ * vectors (64 columns: two neighbouring panels) -> (+ bias) * top-k weight. */
 MOE__AVX512_BASE MOE__INLINE void moe__gemm1_store_avx512(const moe_gemm_args *g, int32_t r, __m512 g0, __m512 g1,
                                                          __m512 u0, __m512 u1) {
-  __mmask16 mk[2];
-  mk[0] = moe__mask_lo(g->nr), mk[1] = moe__mask_hi(g->nr);
   for (int h = 0; h < 2; h++) {
+    __mmask16 mk = moe__col_mask(g->nr, h);
     __m512 gv = h ? g1 : g0, uv = h ? u1 : u0;
-    if (g->bias) gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(mk[h], g->bias + 16 * h));
-    if (g->bias_up) uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(mk[h], g->bias_up + 16 * h));
-    _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk[h], moe__act_avx512(g->act, gv, uv, g->alpha, g->limit));
+    if (g->bias) gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(mk, g->bias + 16 * h));
+    if (g->bias_up) uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(mk, g->bias_up + 16 * h));
+    _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk, moe__act_avx512(g->act, gv, uv, g->alpha, g->limit));
   }
 }
-MOE__AVX512_BASE MOE__INLINE void moe__gemm2_store_avx512(const moe_gemm_args *g, int32_t r, __m512 v0, __m512 v1) {
-  __mmask16 mk[2];
-  mk[0] = moe__mask_lo(g->nr), mk[1] = moe__mask_hi(g->nr);
-  for (int h = 0; h < 2; h++) {
-    __m512 v = h ? v1 : v0;
-    if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk[h], g->bias + 16 * h));
-    _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk[h], _mm512_mul_ps(v, _mm512_set1_ps(g->row_weight[r])));
+MOE__AVX512_BASE MOE__INLINE void moe__gemm2_store_avx512(const moe_gemm_args *g, int32_t r, int nv, __m512 v0,
+                                                         __m512 v1, __m512 v2, __m512 v3) {
+  for (int h = 0; h < nv; h++) {
+    __mmask16 mk = moe__col_mask(g->nr, h);
+    __m512 v = h == 0 ? v0 : h == 1 ? v1 : h == 2 ? v2 : v3;
+    float *c = g->c_rows[r] + 16 * h;
+    if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, g->bias + 16 * h));
+    _mm512_mask_storeu_ps(c, mk, _mm512_fmadd_ps(v, _mm512_set1_ps(g->row_weight[r]), _mm512_maskz_loadu_ps(mk, c)));
   }
 }
 
@@ -749,74 +766,111 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
 #define MOE__PF_DIST 2048 /* bytes ahead in the weight stream that the first row tile prefetches */
 
 /* ---- the tile kernels ------------------------------------------------------------------------
- * One k step = one k-group (KR k) of every row in the tile against the panel's 64-byte lines.
+ * One k step = one k-group (KR k) of every row in the tile against 64-byte lines of the panels.
  * The loop runs over the full groups; a partial last group (kred not a multiple of KR) runs once
- * more with activations padded by zeros, so no row is read past kred. */
+ * more with activations padded by zeros, so no row is read past kred.
+ * Prefetch: the first tile of a call meets its panels cold (from DRAM) and prefetches MOE__PF_DIST
+ * ahead; the later tiles find them in cache and instead pull in their share of the panels the
+ * caller reads next (w_next), so that DRAM time hides behind compute in the prefill regime. */
 #define MOE__A_BCAST(r, i, full) \
   _mm512_set1_epi32((int)((full) ? moe__load_u32(a[r] + 4 * (size_t)(i)) : moe__a_group(a[r], i, g->kred, 4, elt)))
 
-/* gemm1 step: 4 accumulators per row (gate lo/hi, up lo/hi). */
-#define MOE__GEMM1_STEP(DP, CAST, i, full)                                                        \
+#define MOE__PREFETCH(off)                                                                        \
+  do {                                                                                           \
+    if (pf_near) {                                                                               \
+      _mm_prefetch((const char *)(w0 + (off) + MOE__PF_DIST), _MM_HINT_T0);                      \
+      if (two) _mm_prefetch((const char *)(w1 + (off) + MOE__PF_DIST), _MM_HINT_T0);             \
+    }                                                                                            \
+    for (int l_ = 0; l_ < nx_lines && nx < nx_end; l_++, nx += 64) _mm_prefetch((const char *)nx, _MM_HINT_T1); \
+  } while (0)
+
+/* Two panels in lockstep (gate and up, or two neighbouring gemm2 panels): 4 accumulators per row. */
+#define MOE__DUAL_STEP(DP, CAST, i, full)                                                         \
   do {                                                                                           \
     const size_t off_ = (size_t)(i) * 128;                                                       \
-    const CAST g0_ = (CAST)_mm512_loadu_si512(wg + off_), g1_ = (CAST)_mm512_loadu_si512(wg + off_ + 64); \
-    const CAST u0_ = (CAST)_mm512_loadu_si512(wu + off_), u1_ = (CAST)_mm512_loadu_si512(wu + off_ + 64); \
-    if (pf) {                                                                                    \
-      _mm_prefetch((const char *)(wg + off_ + MOE__PF_DIST), _MM_HINT_T0);                       \
-      _mm_prefetch((const char *)(wu + off_ + MOE__PF_DIST), _MM_HINT_T0);                       \
-    }                                                                                            \
+    const CAST p0_ = (CAST)_mm512_loadu_si512(w0 + off_), p1_ = (CAST)_mm512_loadu_si512(w0 + off_ + 64); \
+    const CAST q0_ = (CAST)_mm512_loadu_si512(w1 + off_), q1_ = (CAST)_mm512_loadu_si512(w1 + off_ + 64); \
+    MOE__PREFETCH(off_);                                                                         \
     MOE__UNROLL for (int r = 0; r < MR; r++) {                                                   \
       const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                           \
-      c0[r] = DP(c0[r], av_, g0_), c1[r] = DP(c1[r], av_, g1_);                                  \
-      c2[r] = DP(c2[r], av_, u0_), c3[r] = DP(c3[r], av_, u1_);                                  \
+      c0[r] = DP(c0[r], av_, p0_), c1[r] = DP(c1[r], av_, p1_);                                  \
+      c2[r] = DP(c2[r], av_, q0_), c3[r] = DP(c3[r], av_, q1_);                                  \
     }                                                                                            \
   } while (0)
 
-/* gemm2 step: 2 accumulators per row. */
-#define MOE__GEMM2_STEP(DP, CAST, i, full)                                                        \
+/* One panel: 2 accumulators per row. */
+#define MOE__SINGLE_STEP(DP, CAST, i, full)                                                       \
   do {                                                                                           \
     const size_t off_ = (size_t)(i) * 128;                                                       \
-    const CAST w0_ = (CAST)_mm512_loadu_si512(w + off_), w1_ = (CAST)_mm512_loadu_si512(w + off_ + 64); \
-    if (pf) _mm_prefetch((const char *)(w + off_ + MOE__PF_DIST), _MM_HINT_T0);                  \
+    const CAST p0_ = (CAST)_mm512_loadu_si512(w0 + off_), p1_ = (CAST)_mm512_loadu_si512(w0 + off_ + 64); \
+    MOE__PREFETCH(off_);                                                                         \
     MOE__UNROLL for (int r = 0; r < MR; r++) {                                                   \
       const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                           \
-      c0[r] = DP(c0[r], av_, w0_), c1[r] = DP(c1[r], av_, w1_);                                  \
+      c0[r] = DP(c0[r], av_, p0_), c1[r] = DP(c1[r], av_, p1_);                                  \
     }                                                                                            \
   } while (0)
 
-/* The k loop of a tile: full groups, then the partial one. The first tile of a block meets the
- * panel cold (from DRAM): it prefetches ahead; later tiles find it in cache. */
-#define MOE__K_LOOP(STEP, DP, CAST, KR)                               \
-  do {                                                                \
-    const int pf = r0 == 0;                                           \
-    const int64_t full_ = g->kred / (KR);                             \
-    for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);         \
-    if (g->kred % (KR)) STEP(DP, CAST, full_, 0);                     \
+/* The k loop of a tile, with its prefetch plan (see above). */
+#define MOE__K_LOOP(STEP, DP, CAST, KR, TILE)                                                     \
+  do {                                                                                           \
+    const int64_t full_ = g->kred / (KR), steps_ = (g->kred + (KR) - 1) / (KR);                  \
+    const int64_t tiles_ = (g->mr + (TILE) - 1) / (TILE), t_ = r0 / (TILE);                     \
+    const int pf_near = t_ == 0;                                                                 \
+    const uint8_t *nx = NULL, *nx_end = NULL;                                                    \
+    int nx_lines = 0;                                                                            \
+    if (t_ > 0 && g->w_next) {                                                                   \
+      const int64_t lines_ = (int64_t)(g->w_next_bytes / 64), share_ = (lines_ + tiles_ - 2) / (tiles_ - 1); \
+      const int64_t first_ = (t_ - 1) * share_, last_ = first_ + share_ < lines_ ? first_ + share_ : lines_; \
+      nx = g->w_next + 64 * first_, nx_end = g->w_next + 64 * (last_ > first_ ? last_ : first_); \
+      nx_lines = (int)((last_ - first_ + steps_ - 1) / steps_);                                  \
+    }                                                                                            \
+    for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);                                    \
+    if (full_ < steps_) STEP(DP, CAST, full_, 0);                                                \
   } while (0)
+
+/* Tile bodies: declare the row pointers and accumulators, run the k loop. */
+#define MOE__DUAL_TILE(DP, CAST, ZERO, KR, ELT)                                          \
+  const size_t elt = ELT;                                                                \
+  const uint8_t *a[6];                                                                   \
+  CAST##_acc c0[6], c1[6], c2[6], c3[6];                                                 \
+  MOE__UNROLL for (int r = 0; r < MR; r++) {                                             \
+    a[r] = (const uint8_t *)g->a[r0 + r];                                                \
+    c0[r] = c1[r] = c2[r] = c3[r] = ZERO();                                              \
+  }                                                                                      \
+  MOE__K_LOOP(MOE__DUAL_STEP, DP, CAST, KR, 6)
+#define MOE__SINGLE_TILE(DP, CAST, ZERO, KR, ELT)                                        \
+  const size_t elt = ELT;                                                                \
+  const uint8_t *a[12];                                                                  \
+  CAST##_acc c0[12], c1[12];                                                             \
+  MOE__UNROLL for (int r = 0; r < MR; r++) {                                             \
+    a[r] = (const uint8_t *)g->a[r0 + r];                                                \
+    c0[r] = c1[r] = ZERO();                                                              \
+  }                                                                                      \
+  MOE__K_LOOP(MOE__SINGLE_STEP, DP, CAST, KR, 12)
+
+typedef __m512 __m512bh_acc;  /* accumulator type of each operand type */
+typedef __m512i __m512i_acc;
 
 /* ---- BF16: c2 panels, vdpbf16ps ---------------------------------------------------------------- */
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *wg = g->w, *wu = g->w + g->panel_bytes, *a[6];
-  const size_t elt = 2;
-  __m512 c0[6], c1[6], c2[6], c3[6];
-  MOE__UNROLL for (int r = 0; r < MR; r++) {
-    a[r] = (const uint8_t *)g->a[r0 + r];
-    c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
-  }
-  MOE__K_LOOP(MOE__GEMM1_STEP, _mm512_dpbf16_ps, __m512bh, 2);
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const int two = 1;
+  MOE__DUAL_TILE(_mm512_dpbf16_ps, __m512bh, _mm512_setzero_ps, 2, 2);
   MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm1_store_avx512(g, r0 + r, c0[r], c1[r], c2[r], c3[r]);
 }
-
+/* gemm2 over two neighbouring panels (nr > 32). */
+MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const int two = 1;
+  MOE__DUAL_TILE(_mm512_dpbf16_ps, __m512bh, _mm512_setzero_ps, 2, 2);
+  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, 4, c0[r], c1[r], c2[r], c3[r]);
+}
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *w = g->w, *a[12];
-  const size_t elt = 2;
-  __m512 c0[12], c1[12];
-  MOE__UNROLL for (int r = 0; r < MR; r++) {
-    a[r] = (const uint8_t *)g->a[r0 + r];
-    c0[r] = c1[r] = _mm512_setzero_ps();
-  }
-  MOE__K_LOOP(MOE__GEMM2_STEP, _mm512_dpbf16_ps, __m512bh, 2);
-  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, c0[r], c1[r]);
+  const uint8_t *w0 = g->w, *w1 = w0;
+  const int two = 0;
+  MOE__SINGLE_TILE(_mm512_dpbf16_ps, __m512bh, _mm512_setzero_ps, 2, 2);
+  (void)w1;
+  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, 2, c0[r], c1[r], c0[r], c1[r]);
 }
 
 /* ---- INT8: c4 panels with comp/scale header, vpdpbusd ------------------------------------------ */
@@ -830,39 +884,43 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
 }
 
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *pg = g->w, *pu = g->w + g->panel_bytes, *wg = pg + MOE_NR * 8, *wu = pu + MOE_NR * 8, *a[6];
-  const size_t elt = 1;
-  __m512i c0[6], c1[6], c2[6], c3[6];
-  MOE__UNROLL for (int r = 0; r < MR; r++) {
-    a[r] = (const uint8_t *)g->a[r0 + r];
-    c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_si512();
-  }
-  MOE__K_LOOP(MOE__GEMM1_STEP, _mm512_dpbusd_epi32, __m512i, 4);
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes, *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const int two = 1;
+  MOE__DUAL_TILE(_mm512_dpbusd_epi32, __m512i, _mm512_setzero_si512, 4, 1);
   MOE__UNROLL for (int r = 0; r < MR; r++) {
     float s = g->a_scale[r0 + r];
-    moe__gemm1_store_avx512(g, r0 + r, moe__qc8_dequant(c0[r], pg, 0, s), moe__qc8_dequant(c1[r], pg, 1, s),
-                            moe__qc8_dequant(c2[r], pu, 0, s), moe__qc8_dequant(c3[r], pu, 1, s));
+    moe__gemm1_store_avx512(g, r0 + r, moe__qc8_dequant(c0[r], p0, 0, s), moe__qc8_dequant(c1[r], p0, 1, s),
+                            moe__qc8_dequant(c2[r], p1, 0, s), moe__qc8_dequant(c3[r], p1, 1, s));
   }
 }
-
-MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *w = g->w + MOE_NR * 8, *a[12];
-  const size_t elt = 1;
-  __m512i c0[12], c1[12];
-  MOE__UNROLL for (int r = 0; r < MR; r++) {
-    a[r] = (const uint8_t *)g->a[r0 + r];
-    c0[r] = c1[r] = _mm512_setzero_si512();
-  }
-  MOE__K_LOOP(MOE__GEMM2_STEP, _mm512_dpbusd_epi32, __m512i, 4);
+MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes, *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const int two = 1;
+  MOE__DUAL_TILE(_mm512_dpbusd_epi32, __m512i, _mm512_setzero_si512, 4, 1);
   MOE__UNROLL for (int r = 0; r < MR; r++) {
     float s = g->a_scale[r0 + r];
-    moe__gemm2_store_avx512(g, r0 + r, moe__qc8_dequant(c0[r], g->w, 0, s), moe__qc8_dequant(c1[r], g->w, 1, s));
+    moe__gemm2_store_avx512(g, r0 + r, 4, moe__qc8_dequant(c0[r], p0, 0, s), moe__qc8_dequant(c1[r], p0, 1, s),
+                            moe__qc8_dequant(c2[r], p1, 0, s), moe__qc8_dequant(c3[r], p1, 1, s));
+  }
+}
+MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  const uint8_t *p0 = g->w, *w0 = p0 + MOE_NR * 8, *w1 = w0;
+  const int two = 0;
+  MOE__SINGLE_TILE(_mm512_dpbusd_epi32, __m512i, _mm512_setzero_si512, 4, 1);
+  (void)w1;
+  MOE__UNROLL for (int r = 0; r < MR; r++) {
+    float s = g->a_scale[r0 + r];
+    __m512 v0 = moe__qc8_dequant(c0[r], p0, 0, s), v1 = moe__qc8_dequant(c1[r], p0, 1, s);
+    moe__gemm2_store_avx512(g, r0 + r, 2, v0, v1, v0, v1);
   }
 }
 #undef MOE__A_BCAST
-#undef MOE__GEMM1_STEP
-#undef MOE__GEMM2_STEP
+#undef MOE__PREFETCH
+#undef MOE__DUAL_STEP
+#undef MOE__SINGLE_STEP
 #undef MOE__K_LOOP
+#undef MOE__DUAL_TILE
+#undef MOE__SINGLE_TILE
 
 /* Row tiling: full tiles of TILE rows, then one tile of the remaining rows, each tile height a
  * compile-time constant so the accumulators stay in registers. */
@@ -880,11 +938,18 @@ MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, in
     MOE__CASE(tile_fn, g, r0, 10) MOE__CASE(tile_fn, g, r0, 11) default: tile_fn(g, r0, 12); break; \
   }
 
-/* gemm1 tiles are 6 rows x (32 gate + 32 up) columns, gemm2 tiles 12 rows x 32 columns. */
+/* gemm1 tiles: 6 rows x (32 gate + 32 up) columns. gemm2: 6 rows x 64 columns (two panels) while
+ * nr > 32, else 12 rows x 32 columns. */
 MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_6x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES6(moe__bf16_gemm1_tile, g) }
-MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_6x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES12(moe__bf16_gemm2_tile, g) }
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_6x32c2__avx512bf16(const moe_gemm_args *g) {
+  if (g->nr > MOE_NR) { MOE__TILES6(moe__bf16_gemm2x2_tile, g) }
+  else { MOE__TILES12(moe__bf16_gemm2_tile, g) }
+}
 MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_6x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES6(moe__qc8_gemm1_tile, g) }
-MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_6x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES12(moe__qc8_gemm2_tile, g) }
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_6x32c4__avx512vnni(const moe_gemm_args *g) {
+  if (g->nr > MOE_NR) { MOE__TILES6(moe__qc8_gemm2x2_tile, g) }
+  else { MOE__TILES12(moe__qc8_gemm2_tile, g) }
+}
 #undef MOE__CASE
 #undef MOE__TILES6
 #undef MOE__TILES12

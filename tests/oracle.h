@@ -15,6 +15,12 @@
  *   - y = (h W2^T + b2) * topk_weight; out = rsf * sum_j y (id -1 skipped) + g * shared(x), with
  *     g = sigmoid(x . shared_gate) (x as f32 values) or 1.
  * Rows that meet a NaN or Inf come out NaN (callers skip them). The result is not rounded.
+ * oracle_moe.w13_interleaved reads gpt-oss style checkpoints (gate/up rows interleaved) directly, so
+ * the tests also check moe_deinterleave_gate_up.
+ *
+ * Below the oracle, for the tests (with test_util.h included first): test data makers (random codes
+ * and scales per precision, x, routing), orc_rel_err, and with ORC_WANT_POOL a pthread pool for
+ * moe_parallel. None of them calls the library.
  */
 #ifndef MOE_TEST_ORACLE_H
 #define MOE_TEST_ORACLE_H

@@ -47,13 +47,19 @@ static void *pack_random(test_rng *r, moe_precision p, int64_t N, int64_t K, moe
   return buf;
 }
 
-/* Runs kernel fn over one panel and returns the output block (poisoned around the written part). */
-static float *run(moe_gemm_ukernel fn, const moe_gemm_args *proto, int64_t ldc) {
+/* Runs kernel fn over one panel and returns the output block: gemm1 overwrites a poisoned block;
+ * gemm2 adds into rows that start from a known pattern. Around the mr x nr part: poison. */
+static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, int64_t ldc) {
   size_t count = (size_t)(uint32_t)proto->mr * (size_t)(uint32_t)ldc;
-  float *c = (float *)test_malloc(count * 4);
+  float *c = (float *)test_malloc(count * 4), *rows[MOE_BLOCK_M];
   moe_gemm_args g = *proto;
   test_poison(c, count * 4);
-  g.c = c, g.ldc = ldc;
+  if (which == 2)
+    for (int32_t m = 0; m < proto->mr; m++) {
+      rows[m] = c + m * ldc;
+      for (int32_t n = 0; n < proto->nr; n++) rows[m][n] = 0.25f * (float)(m - n % 7);
+    }
+  g.c = c, g.ldc = ldc, g.c_rows = rows;
   fn(&g);
   return c;
 }
@@ -62,8 +68,8 @@ static float *run(moe_gemm_ukernel fn, const moe_gemm_args *proto, int64_t ldc) 
 static double compare(const moe_gemm_config *fast, const moe_gemm_config *ref, int which, const moe_gemm_args *g,
                       double tol, const char *what) {
   int64_t ldc = g->nr + 5;
-  float *a = run(which == 1 ? fast->gemm1 : fast->gemm2, g, ldc);
-  float *b = run(which == 1 ? ref->gemm1 : ref->gemm2, g, ldc);
+  float *a = run(which == 1 ? fast->gemm1 : fast->gemm2, which, g, ldc);
+  float *b = run(which == 1 ? ref->gemm1 : ref->gemm2, which, g, ldc);
   double maxref = 0, maxdiff = 0;
   int bad = 0;
   for (int32_t m = 0; m < g->mr; m++)
@@ -91,7 +97,8 @@ static void sweep_case(test_rng *r, const moe_gemm_config *fast, const moe_gemm_
   const int rows[] = {1, 2, 3, 5, 6, 7, 11, 12, 13, 32};
   for (int which = 1; which <= 2; which++) {
     int64_t kred = which == 1 ? kc.K : kc.N, ncols = which == 1 ? kc.N : kc.K;
-    int64_t panels = (ncols + 31) / 32;
+    int64_t width = which == 1 ? 32 : 64; /* gemm2 takes two neighbouring panels at once */
+    int64_t panels = (ncols + width - 1) / width;
     for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
       int32_t mr = rows[ri];
       void *arows[MOE_BLOCK_M];
@@ -114,7 +121,7 @@ static void sweep_case(test_rng *r, const moe_gemm_config *fast, const moe_gemm_
         char what[160];
         memset(&g, 0, sizeof g);
         g.mr = mr;
-        g.nr = (int32_t)(ncols - 32 * p < 32 ? ncols - 32 * p : 32);
+        g.nr = (int32_t)(ncols - width * p < width ? ncols - width * p : width);
         g.a = (const void *const *)arows;
         g.a_scale = a_scale;
         g.kred = kred;
@@ -125,10 +132,11 @@ static void sweep_case(test_rng *r, const moe_gemm_config *fast, const moe_gemm_
           g.panel_bytes = ex.panel13_bytes, g.kpad = ex.k13_pad;
           if (p % 2) g.bias = bias + 32 * p, g.bias_up = bias + kc.N + 32 * p;
         } else {
-          g.w = ex.w2 + (size_t)p * ex.panel2_bytes;
+          g.w = ex.w2 + (size_t)(2 * p) * ex.panel2_bytes;
           g.panel_bytes = ex.panel2_bytes, g.kpad = ex.k2_pad;
           g.row_weight = row_w;
-          if (p % 2) g.bias = bias + 2 * kc.N + 32 * p;
+          if (p % 2) g.bias = bias + 2 * kc.N + 64 * p;
+          if (p + 1 < panels) g.w_next = g.w + 2 * ex.panel2_bytes, g.w_next_bytes = ex.panel2_bytes;
         }
         snprintf(what, sizeof what, "%s gemm%d N=%lld K=%lld mr=%d panel=%lld act=%d", fast->name, which,
                  (long long)kc.N, (long long)kc.K, mr, (long long)p, (int)g.act);
@@ -182,6 +190,7 @@ int main(void) {
   const moe_precision precs[] = {MOE_PREC_BF16, MOE_PREC_FP16, MOE_PREC_INT8};
   const int64_t Ks[] = {1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 100, 129, 2048 + 7};
   const int64_t Ns[] = {1, 16, 31, 32, 33, 70};
+  /* as K is gemm2's column count, Ks covers 1, 2 and partial panel pairs there */
   int tested = 0, skipped = 0;
   for (int isa = MOE_ISA_AVX512; isa < MOE_ISA_COUNT; isa++)
     for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
