@@ -21,7 +21,7 @@
  *   | MOE_NO_AMX          | remove the AMX kernels                                              |
  *   | MOE_AMX_EMULATE     | run AMX code paths on a portable model of the tiles (tests)         |
  *   | MOE_ASSERT(x)       | internal assertion (default: nothing)                               |
- *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 256)      |
+ *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *
  * CONTRACT
@@ -52,7 +52,7 @@
 #include "moe_gemm.h"
 
 #ifndef MOE_DEFAULT_CHUNK
-#define MOE_DEFAULT_CHUNK 256
+#define MOE_DEFAULT_CHUNK 1024
 #endif
 
 #ifdef __cplusplus

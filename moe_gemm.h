@@ -672,12 +672,18 @@ MOE_API uint32_t moe_cpu_features(void) {
 #define MOE__AVX512_BASE __attribute__((target(MOE__T_BASE))) static inline
 #define MOE__AVX512_VNNI __attribute__((target(MOE__T_BASE ",avx512vnni"))) static inline
 #define MOE__AVX512_BF16 __attribute__((target(MOE__T_BASE ",avx512bf16"))) static inline
+/* the same targets for functions that must stay out of line */
+#define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_BASE ",avx512vnni"))) static
+#define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_BASE ",avx512bf16"))) static
 #define MOE__INLINE __attribute__((always_inline))
 /* Full unrolling of the row and vector loops keeps the accumulators in registers. */
+/* The k loop is not unrolled: with 24 accumulators live, unrolling makes compilers spill them. */
 #if defined(__clang__)
 #define MOE__UNROLL _Pragma("clang loop unroll(full)")
+#define MOE__NO_UNROLL _Pragma("clang loop unroll(disable)")
 #else
 #define MOE__UNROLL _Pragma("GCC unroll 16")
+#define MOE__NO_UNROLL _Pragma("GCC unroll 1")
 #endif
 #define MOE__CPU_AVX512_BASE (MOE_CPU_AVX512F | MOE_CPU_AVX512BW | MOE_CPU_AVX512VL | MOE_CPU_AVX512DQ)
 
@@ -763,6 +769,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
   return v;
 }
 
+#define MOE__DUAL_MR 5 /* rows of a two-panel tile: 20 accumulators leave compilers room */
 #define MOE__PF_DIST 2048 /* bytes ahead in the weight stream that the first row tile prefetches */
 
 /* ---- the tile kernels ------------------------------------------------------------------------
@@ -773,7 +780,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
  * ahead; the later tiles find them in cache and instead pull in their share of the panels the
  * caller reads next (w_next), so that DRAM time hides behind compute in the prefill regime. */
 #define MOE__A_BCAST(r, i, full) \
-  _mm512_set1_epi32((int)((full) ? moe__load_u32(a[r] + 4 * (size_t)(i)) : moe__a_group(a[r], i, g->kred, 4, elt)))
+  _mm512_set1_epi32((int)((full) ? moe__load_u32(a_##r + 4 * (size_t)(i)) : moe__a_group(a_##r, i, g->kred, 4, elt)))
 
 #define MOE__PREFETCH(off)                                                                        \
   do {                                                                                           \
@@ -781,8 +788,22 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
       _mm_prefetch((const char *)(w0 + (off) + MOE__PF_DIST), _MM_HINT_T0);                      \
       if (two) _mm_prefetch((const char *)(w1 + (off) + MOE__PF_DIST), _MM_HINT_T0);             \
     }                                                                                            \
-    for (int l_ = 0; l_ < nx_lines && nx < nx_end; l_++, nx += 64) _mm_prefetch((const char *)nx, _MM_HINT_T1); \
+    if (nx < nx_end) _mm_prefetch((const char *)nx, _MM_HINT_T1), nx += 64;                     \
   } while (0)
+
+/* Accumulators and row pointers are named variables (c<v>_<row>, a_<row>), not arrays: compilers
+ * keep those in registers at any optimization level; rows >= MR are dead code. */
+#define MOE__DUAL_ROW(r, DP, CAST, i, full)                                                                       \
+  if (MR > r) {                                                                                  \
+    const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                             \
+    c0_##r = DP(c0_##r, av_, p0_), c1_##r = DP(c1_##r, av_, p1_);                                \
+    c2_##r = DP(c2_##r, av_, q0_), c3_##r = DP(c3_##r, av_, q1_);                                \
+  }
+#define MOE__SINGLE_ROW(r, DP, CAST, i, full)                                                                     \
+  if (MR > r) {                                                                                  \
+    const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                             \
+    c0_##r = DP(c0_##r, av_, p0_), c1_##r = DP(c1_##r, av_, p1_);                                \
+  }
 
 /* Two panels in lockstep (gate and up, or two neighbouring gemm2 panels): 4 accumulators per row. */
 #define MOE__DUAL_STEP(DP, CAST, i, full)                                                         \
@@ -791,11 +812,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
     const CAST p0_ = (CAST)_mm512_loadu_si512(w0 + off_), p1_ = (CAST)_mm512_loadu_si512(w0 + off_ + 64); \
     const CAST q0_ = (CAST)_mm512_loadu_si512(w1 + off_), q1_ = (CAST)_mm512_loadu_si512(w1 + off_ + 64); \
     MOE__PREFETCH(off_);                                                                         \
-    MOE__UNROLL for (int r = 0; r < MR; r++) {                                                   \
-      const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                           \
-      c0[r] = DP(c0[r], av_, p0_), c1[r] = DP(c1[r], av_, p1_);                                  \
-      c2[r] = DP(c2[r], av_, q0_), c3[r] = DP(c3[r], av_, q1_);                                  \
-    }                                                                                            \
+    MOE__DUAL_ROW(0, DP, CAST, i, full) MOE__DUAL_ROW(1, DP, CAST, i, full) MOE__DUAL_ROW(2, DP, CAST, i, full) MOE__DUAL_ROW(3, DP, CAST, i, full) MOE__DUAL_ROW(4, DP, CAST, i, full)                                                                                    \
   } while (0)
 
 /* One panel: 2 accumulators per row. */
@@ -804,10 +821,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
     const size_t off_ = (size_t)(i) * 128;                                                       \
     const CAST p0_ = (CAST)_mm512_loadu_si512(w0 + off_), p1_ = (CAST)_mm512_loadu_si512(w0 + off_ + 64); \
     MOE__PREFETCH(off_);                                                                         \
-    MOE__UNROLL for (int r = 0; r < MR; r++) {                                                   \
-      const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                           \
-      c0[r] = DP(c0[r], av_, p0_), c1[r] = DP(c1[r], av_, p1_);                                  \
-    }                                                                                            \
+    MOE__SINGLE_ROW(0, DP, CAST, i, full) MOE__SINGLE_ROW(1, DP, CAST, i, full) MOE__SINGLE_ROW(2, DP, CAST, i, full) MOE__SINGLE_ROW(3, DP, CAST, i, full) MOE__SINGLE_ROW(4, DP, CAST, i, full) MOE__SINGLE_ROW(5, DP, CAST, i, full) MOE__SINGLE_ROW(6, DP, CAST, i, full) MOE__SINGLE_ROW(7, DP, CAST, i, full) MOE__SINGLE_ROW(8, DP, CAST, i, full) MOE__SINGLE_ROW(9, DP, CAST, i, full) MOE__SINGLE_ROW(10, DP, CAST, i, full) MOE__SINGLE_ROW(11, DP, CAST, i, full)                                                                                  \
   } while (0)
 
 /* The k loop of a tile, with its prefetch plan (see above). */
@@ -817,61 +831,76 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
     const int64_t tiles_ = (g->mr + (TILE) - 1) / (TILE), t_ = r0 / (TILE);                     \
     const int pf_near = t_ == 0;                                                                 \
     const uint8_t *nx = NULL, *nx_end = NULL;                                                    \
-    int nx_lines = 0;                                                                            \
-    if (t_ > 0 && g->w_next) {                                                                   \
+    if (t_ > 0 && g->w_next) { /* this tile's share of the next panels, one line per k step */  \
       const int64_t lines_ = (int64_t)(g->w_next_bytes / 64), share_ = (lines_ + tiles_ - 2) / (tiles_ - 1); \
       const int64_t first_ = (t_ - 1) * share_, last_ = first_ + share_ < lines_ ? first_ + share_ : lines_; \
       nx = g->w_next + 64 * first_, nx_end = g->w_next + 64 * (last_ > first_ ? last_ : first_); \
-      nx_lines = (int)((last_ - first_ + steps_ - 1) / steps_);                                  \
     }                                                                                            \
-    for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);                                    \
+    MOE__NO_UNROLL for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);                     \
     if (full_ < steps_) STEP(DP, CAST, full_, 0);                                                \
   } while (0)
 
+#define MOE__ROW_PTR(r) const uint8_t *a_##r = MR > r ? (const uint8_t *)g->a[r0 + r] : NULL;
+#define MOE__DUAL_ACC(r) ACC c0_##r = ZERO(), c1_##r = ZERO(), c2_##r = ZERO(), c3_##r = ZERO();
+#define MOE__SINGLE_ACC(r) ACC c0_##r = ZERO(), c1_##r = ZERO();
+
 /* Tile bodies: declare the row pointers and accumulators, run the k loop. */
-#define MOE__DUAL_TILE(DP, CAST, ZERO, KR, ELT)                                          \
-  const size_t elt = ELT;                                                                \
-  const uint8_t *a[6];                                                                   \
-  CAST##_acc c0[6], c1[6], c2[6], c3[6];                                                 \
-  MOE__UNROLL for (int r = 0; r < MR; r++) {                                             \
-    a[r] = (const uint8_t *)g->a[r0 + r];                                                \
-    c0[r] = c1[r] = c2[r] = c3[r] = ZERO();                                              \
-  }                                                                                      \
-  MOE__K_LOOP(MOE__DUAL_STEP, DP, CAST, KR, 6)
-#define MOE__SINGLE_TILE(DP, CAST, ZERO, KR, ELT)                                        \
-  const size_t elt = ELT;                                                                \
-  const uint8_t *a[12];                                                                  \
-  CAST##_acc c0[12], c1[12];                                                             \
-  MOE__UNROLL for (int r = 0; r < MR; r++) {                                             \
-    a[r] = (const uint8_t *)g->a[r0 + r];                                                \
-    c0[r] = c1[r] = ZERO();                                                              \
-  }                                                                                      \
+#define MOE__DUAL_TILE(DP, CAST, KR, ELT)                                                   \
+  const size_t elt = ELT;                                                                   \
+  MOE__ROW_PTR(0) MOE__ROW_PTR(1) MOE__ROW_PTR(2) MOE__ROW_PTR(3) MOE__ROW_PTR(4) \
+  MOE__DUAL_ACC(0) MOE__DUAL_ACC(1) MOE__DUAL_ACC(2) MOE__DUAL_ACC(3) MOE__DUAL_ACC(4)                                                  \
+  MOE__K_LOOP(MOE__DUAL_STEP, DP, CAST, KR, MOE__DUAL_MR)
+#define MOE__SINGLE_TILE(DP, CAST, KR, ELT)                                                 \
+  const size_t elt = ELT;                                                                   \
+  MOE__ROW_PTR(0) MOE__ROW_PTR(1) MOE__ROW_PTR(2) MOE__ROW_PTR(3) MOE__ROW_PTR(4) MOE__ROW_PTR(5) MOE__ROW_PTR(6) MOE__ROW_PTR(7) MOE__ROW_PTR(8) MOE__ROW_PTR(9) MOE__ROW_PTR(10) MOE__ROW_PTR(11) \
+  MOE__SINGLE_ACC(0) MOE__SINGLE_ACC(1) MOE__SINGLE_ACC(2) MOE__SINGLE_ACC(3) MOE__SINGLE_ACC(4) MOE__SINGLE_ACC(5) \
+  MOE__SINGLE_ACC(6) MOE__SINGLE_ACC(7) MOE__SINGLE_ACC(8) MOE__SINGLE_ACC(9) MOE__SINGLE_ACC(10) MOE__SINGLE_ACC(11)                                              \
   MOE__K_LOOP(MOE__SINGLE_STEP, DP, CAST, KR, 12)
 
-typedef __m512 __m512bh_acc;  /* accumulator type of each operand type */
-typedef __m512i __m512i_acc;
+/* The dot-product instructions through inline asm that ties the accumulator to the destination
+ * register: compiler intrinsics for these destructive instructions made gcc and clang copy and
+ * spill accumulators at some optimization levels (up to 2x slower). */
+MOE__AVX512_VNNI MOE__INLINE __m512i moe__dpbusd(__m512i acc, __m512i a_u8, __m512i w_s8) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a_u8), "v"(w_s8));
+  return acc;
+}
+MOE__AVX512_BF16 MOE__INLINE __m512 moe__dpbf16(__m512 acc, __m512bh a, __m512bh w) {
+  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(w));
+  return acc;
+}
+
+/* Per-row epilogues over the named accumulators. */
+#define MOE__EACH5(F) F(0) F(1) F(2) F(3) F(4)
+#define MOE__EACH12(F) F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11)
 
 /* ---- BF16: c2 panels, vdpbf16ps ---------------------------------------------------------------- */
+#define ACC __m512
+#define ZERO _mm512_setzero_ps
+#define MOE__BF16_STORE1(r) if (MR > r) moe__gemm1_store_avx512(g, r0 + r, c0_##r, c1_##r, c2_##r, c3_##r);
+#define MOE__BF16_STORE2x2(r) if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 4, c0_##r, c1_##r, c2_##r, c3_##r);
+#define MOE__BF16_STORE2(r) if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 2, c0_##r, c1_##r, c0_##r, c1_##r);
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const int two = 1;
-  MOE__DUAL_TILE(_mm512_dpbf16_ps, __m512bh, _mm512_setzero_ps, 2, 2);
-  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm1_store_avx512(g, r0 + r, c0[r], c1[r], c2[r], c3[r]);
+  MOE__DUAL_TILE(moe__dpbf16, __m512bh, 2, 2);
+  MOE__EACH5(MOE__BF16_STORE1)
 }
 /* gemm2 over two neighbouring panels (nr > 32). */
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const int two = 1;
-  MOE__DUAL_TILE(_mm512_dpbf16_ps, __m512bh, _mm512_setzero_ps, 2, 2);
-  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, 4, c0[r], c1[r], c2[r], c3[r]);
+  MOE__DUAL_TILE(moe__dpbf16, __m512bh, 2, 2);
+  MOE__EACH5(MOE__BF16_STORE2x2)
 }
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
   const uint8_t *w0 = g->w, *w1 = w0;
   const int two = 0;
-  MOE__SINGLE_TILE(_mm512_dpbf16_ps, __m512bh, _mm512_setzero_ps, 2, 2);
+  MOE__SINGLE_TILE(moe__dpbf16, __m512bh, 2, 2);
   (void)w1;
-  MOE__UNROLL for (int r = 0; r < MR; r++) moe__gemm2_store_avx512(g, r0 + r, 2, c0[r], c1[r], c0[r], c1[r]);
+  MOE__EACH12(MOE__BF16_STORE2)
 }
+#undef ACC
+#undef ZERO
 
 /* ---- INT8: c4 panels with comp/scale header, vpdpbusd ------------------------------------------ */
 /* int32 sums minus the compensation, to f32, times the row scale, times the column scales: the
@@ -883,37 +912,50 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
   return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(a_scale)), col_scale);
 }
 
+#define ACC __m512i
+#define ZERO _mm512_setzero_si512
+#define MOE__QC8_DQ(v, r, p, h) moe__qc8_dequant(c##v##_##r, p, h, g->a_scale[r0 + r])
+#define MOE__QC8_STORE1(r) \
+  if (MR > r) moe__gemm1_store_avx512(g, r0 + r, MOE__QC8_DQ(0, r, p0, 0), MOE__QC8_DQ(1, r, p0, 1), MOE__QC8_DQ(2, r, p1, 0), MOE__QC8_DQ(3, r, p1, 1));
+#define MOE__QC8_STORE2x2(r) \
+  if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 4, MOE__QC8_DQ(0, r, p0, 0), MOE__QC8_DQ(1, r, p0, 1), MOE__QC8_DQ(2, r, p1, 0), MOE__QC8_DQ(3, r, p1, 1));
+#define MOE__QC8_STORE2(r) \
+  if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 2, MOE__QC8_DQ(0, r, p0, 0), MOE__QC8_DQ(1, r, p0, 1), _mm512_setzero_ps(), _mm512_setzero_ps());
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
   const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes, *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const int two = 1;
-  MOE__DUAL_TILE(_mm512_dpbusd_epi32, __m512i, _mm512_setzero_si512, 4, 1);
-  MOE__UNROLL for (int r = 0; r < MR; r++) {
-    float s = g->a_scale[r0 + r];
-    moe__gemm1_store_avx512(g, r0 + r, moe__qc8_dequant(c0[r], p0, 0, s), moe__qc8_dequant(c1[r], p0, 1, s),
-                            moe__qc8_dequant(c2[r], p1, 0, s), moe__qc8_dequant(c3[r], p1, 1, s));
-  }
+  MOE__DUAL_TILE(moe__dpbusd, __m512i, 4, 1);
+  MOE__EACH5(MOE__QC8_STORE1)
 }
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
   const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes, *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const int two = 1;
-  MOE__DUAL_TILE(_mm512_dpbusd_epi32, __m512i, _mm512_setzero_si512, 4, 1);
-  MOE__UNROLL for (int r = 0; r < MR; r++) {
-    float s = g->a_scale[r0 + r];
-    moe__gemm2_store_avx512(g, r0 + r, 4, moe__qc8_dequant(c0[r], p0, 0, s), moe__qc8_dequant(c1[r], p0, 1, s),
-                            moe__qc8_dequant(c2[r], p1, 0, s), moe__qc8_dequant(c3[r], p1, 1, s));
-  }
+  MOE__DUAL_TILE(moe__dpbusd, __m512i, 4, 1);
+  MOE__EACH5(MOE__QC8_STORE2x2)
 }
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
   const uint8_t *p0 = g->w, *w0 = p0 + MOE_NR * 8, *w1 = w0;
   const int two = 0;
-  MOE__SINGLE_TILE(_mm512_dpbusd_epi32, __m512i, _mm512_setzero_si512, 4, 1);
+  MOE__SINGLE_TILE(moe__dpbusd, __m512i, 4, 1);
   (void)w1;
-  MOE__UNROLL for (int r = 0; r < MR; r++) {
-    float s = g->a_scale[r0 + r];
-    __m512 v0 = moe__qc8_dequant(c0[r], p0, 0, s), v1 = moe__qc8_dequant(c1[r], p0, 1, s);
-    moe__gemm2_store_avx512(g, r0 + r, 2, v0, v1, v0, v1);
-  }
+  MOE__EACH12(MOE__QC8_STORE2)
 }
+#undef ACC
+#undef ZERO
+#undef MOE__BF16_STORE1
+#undef MOE__BF16_STORE2x2
+#undef MOE__BF16_STORE2
+#undef MOE__QC8_DQ
+#undef MOE__QC8_STORE1
+#undef MOE__QC8_STORE2x2
+#undef MOE__QC8_STORE2
+#undef MOE__EACH5
+#undef MOE__EACH12
+#undef MOE__ROW_PTR
+#undef MOE__DUAL_ACC
+#undef MOE__SINGLE_ACC
+#undef MOE__DUAL_ROW
+#undef MOE__SINGLE_ROW
 #undef MOE__A_BCAST
 #undef MOE__PREFETCH
 #undef MOE__DUAL_STEP
@@ -922,37 +964,58 @@ MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, in
 #undef MOE__DUAL_TILE
 #undef MOE__SINGLE_TILE
 
-/* Row tiling: full tiles of TILE rows, then one tile of the remaining rows, each tile height a
- * compile-time constant so the accumulators stay in registers. */
-#define MOE__CASE(tile_fn, g, r0, n) case n: tile_fn(g, r0, n); break;
-#define MOE__TILES6(tile_fn, g)                                                                  \
-  for (int32_t r0 = 0; r0 < (g)->mr; r0 += 6) switch ((g)->mr - r0 < 6 ? (g)->mr - r0 : 6) {    \
+/* Row tiling: full tiles of TILE rows, then one tile of the remaining rows. Each tile height is
+ * its own function (a compile-time MR, never inlined back into one), so that every compiler keeps
+ * the accumulators of exactly MR rows in registers. */
+#define MOE__NOINLINE __attribute__((noinline))
+#define MOE__TILE_AT(attr, tile_fn, n) \
+  attr MOE__NOINLINE void tile_fn##_##n(const moe_gemm_args *g, int32_t r0) { tile_fn(g, r0, n); }
+#define MOE__TILE_FNS5(attr, tile_fn) \
+  MOE__TILE_AT(attr, tile_fn, 1) MOE__TILE_AT(attr, tile_fn, 2) MOE__TILE_AT(attr, tile_fn, 3) \
+  MOE__TILE_AT(attr, tile_fn, 4) MOE__TILE_AT(attr, tile_fn, 5)
+#define MOE__TILE_FNS12(attr, tile_fn) MOE__TILE_FNS5(attr, tile_fn) \
+  MOE__TILE_AT(attr, tile_fn, 6) MOE__TILE_AT(attr, tile_fn, 7) MOE__TILE_AT(attr, tile_fn, 8) \
+  MOE__TILE_AT(attr, tile_fn, 9) MOE__TILE_AT(attr, tile_fn, 10) MOE__TILE_AT(attr, tile_fn, 11) \
+  MOE__TILE_AT(attr, tile_fn, 12)
+MOE__TILE_FNS5(MOE__AVX512_BF16_FN, moe__bf16_gemm1_tile)
+MOE__TILE_FNS5(MOE__AVX512_BF16_FN, moe__bf16_gemm2x2_tile)
+MOE__TILE_FNS12(MOE__AVX512_BF16_FN, moe__bf16_gemm2_tile)
+MOE__TILE_FNS5(MOE__AVX512_VNNI_FN, moe__qc8_gemm1_tile)
+MOE__TILE_FNS5(MOE__AVX512_VNNI_FN, moe__qc8_gemm2x2_tile)
+MOE__TILE_FNS12(MOE__AVX512_VNNI_FN, moe__qc8_gemm2_tile)
+
+#define MOE__CASE(tile_fn, g, r0, n) case n: tile_fn##_##n(g, r0); break;
+#define MOE__TILES5(tile_fn, g)                                                                  \
+  for (int32_t r0 = 0; r0 < (g)->mr; r0 += 5) switch ((g)->mr - r0 < 5 ? (g)->mr - r0 : 5) {    \
     MOE__CASE(tile_fn, g, r0, 1) MOE__CASE(tile_fn, g, r0, 2) MOE__CASE(tile_fn, g, r0, 3)       \
-    MOE__CASE(tile_fn, g, r0, 4) MOE__CASE(tile_fn, g, r0, 5) default: tile_fn(g, r0, 6); break; \
+    MOE__CASE(tile_fn, g, r0, 4) default: tile_fn##_5(g, r0); break;                            \
   }
 #define MOE__TILES12(tile_fn, g)                                                                   \
   for (int32_t r0 = 0; r0 < (g)->mr; r0 += 12) switch ((g)->mr - r0 < 12 ? (g)->mr - r0 : 12) {    \
     MOE__CASE(tile_fn, g, r0, 1) MOE__CASE(tile_fn, g, r0, 2) MOE__CASE(tile_fn, g, r0, 3)         \
     MOE__CASE(tile_fn, g, r0, 4) MOE__CASE(tile_fn, g, r0, 5) MOE__CASE(tile_fn, g, r0, 6)         \
     MOE__CASE(tile_fn, g, r0, 7) MOE__CASE(tile_fn, g, r0, 8) MOE__CASE(tile_fn, g, r0, 9)         \
-    MOE__CASE(tile_fn, g, r0, 10) MOE__CASE(tile_fn, g, r0, 11) default: tile_fn(g, r0, 12); break; \
+    MOE__CASE(tile_fn, g, r0, 10) MOE__CASE(tile_fn, g, r0, 11) default: tile_fn##_12(g, r0); break; \
   }
 
-/* gemm1 tiles: 6 rows x (32 gate + 32 up) columns. gemm2: 6 rows x 64 columns (two panels) while
+/* gemm1 tiles: 5 rows x (32 gate + 32 up) columns. gemm2: 5 rows x 64 columns (two panels) while
  * nr > 32, else 12 rows x 32 columns. */
-MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_6x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES6(moe__bf16_gemm1_tile, g) }
-MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_6x32c2__avx512bf16(const moe_gemm_args *g) {
-  if (g->nr > MOE_NR) { MOE__TILES6(moe__bf16_gemm2x2_tile, g) }
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES5(moe__bf16_gemm1_tile, g) }
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_5x32c2__avx512bf16(const moe_gemm_args *g) {
+  if (g->nr > MOE_NR) { MOE__TILES5(moe__bf16_gemm2x2_tile, g) }
   else { MOE__TILES12(moe__bf16_gemm2_tile, g) }
 }
-MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_6x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES6(moe__qc8_gemm1_tile, g) }
-MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_6x32c4__avx512vnni(const moe_gemm_args *g) {
-  if (g->nr > MOE_NR) { MOE__TILES6(moe__qc8_gemm2x2_tile, g) }
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES5(moe__qc8_gemm1_tile, g) }
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) {
+  if (g->nr > MOE_NR) { MOE__TILES5(moe__qc8_gemm2x2_tile, g) }
   else { MOE__TILES12(moe__qc8_gemm2_tile, g) }
 }
 #undef MOE__CASE
-#undef MOE__TILES6
+#undef MOE__TILES5
 #undef MOE__TILES12
+#undef MOE__TILE_AT
+#undef MOE__TILE_FNS5
+#undef MOE__TILE_FNS12
 /* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
 static inline __mmask16 moe__tail_mask(int64_t left) { return (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1); }
 
@@ -1066,9 +1129,9 @@ static inline const moe_gemm_config *moe__config_table(moe_precision p, moe_isa 
       MOE__IF_MXFP4(MOE__CFG(bf16_mxfp4w, mx32c8, scalar, MOE_ISA_SCALAR, 0))};
 #ifdef MOE__HAVE_AVX512
   static const moe_gemm_config avx512[MOE_PREC_COUNT] = {
-      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 6x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
-      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 6x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
-      MOE__IF_INT8(MOE__CFG(qu8_qc8w, 6x32c4, avx512vnni, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)),
+      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 5x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
+      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 5x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
+      MOE__IF_INT8(MOE__CFG(qu8_qc8w, 5x32c4, avx512vnni, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)),
       MOE__NONE, MOE__NONE, MOE__NONE, MOE__NONE};
 #endif
   const moe_gemm_config *c = NULL;

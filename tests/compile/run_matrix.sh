@@ -6,7 +6,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail=0 n=0
-flags="-Wall -Wextra -Wpedantic -Werror -I$src -c -o $out/o.o"
+flags="-O2 -Wall -Wextra -Wpedantic -Werror -I$src -c -o $out/o.o"
 try() { n=$((n + 1)); if ! "$@" >"$out/log" 2>&1; then echo "FAIL: $*"; cat "$out/log"; fail=$((fail + 1)); fi; }
 for cc in gcc clang; do
   command -v $cc >/dev/null || { echo "missing compiler $cc"; exit 1; }
@@ -22,7 +22,7 @@ for cc in gcc clang; do
     try $cc -std=c99 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"
     try $cxx -x c++ -std=c++17 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"
   done
-  try $cc -std=c99 -DMOE_API= -DMOE_IMPLEMENTATION $flags "$src/moe.c"
+  try $cc -std=c99 $flags "$src/moe.c"
   # contradictory macros must stop the build
   n=$((n + 1))
   if $cc -std=c99 -DMOE_IMPLEMENTATION -DMOE_NO_AMX -DMOE_AMX_EMULATE '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c" >/dev/null 2>&1; then
