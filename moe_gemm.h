@@ -770,7 +770,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
 }
 
 #define MOE__DUAL_MR 5 /* rows of a two-panel tile: 20 accumulators leave compilers room */
-#define MOE__PF_DIST 2048 /* bytes ahead in the weight stream that the first row tile prefetches */
+#define MOE__PF_DIST 8192 /* bytes ahead in the weight stream that the first row tile prefetches */
 
 /* ---- the tile kernels ------------------------------------------------------------------------
  * One k step = one k-group (KR k) of every row in the tile against 64-byte lines of the panels.
