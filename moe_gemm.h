@@ -776,9 +776,9 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
  * One k step = one k-group (KR k) of every row in the tile against 64-byte lines of the panels.
  * The loop runs over the full groups; a partial last group (kred not a multiple of KR) runs once
  * more with activations padded by zeros, so no row is read past kred.
- * Prefetch: the first tile of a call meets its panels cold (from DRAM) and prefetches MOE__PF_DIST
- * ahead; the later tiles find them in cache and instead pull in their share of the panels the
- * caller reads next (w_next), so that DRAM time hides behind compute in the prefill regime. */
+ * Prefetch: the first tile of a call may meet its panels cold (from DRAM) and prefetches
+ * MOE__PF_DIST ahead; every tile also pulls in its share of the panels the caller reads next
+ * (w_next), so that DRAM streams while the tiles compute. */
 #define MOE__A_BCAST(r, i, full) \
   _mm512_set1_epi32((int)((full) ? moe__load_u32(a_##r + 4 * (size_t)(i)) : moe__a_group(a_##r, i, g->kred, 4, elt)))
 
@@ -788,7 +788,7 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
       _mm_prefetch((const char *)(w0 + (off) + MOE__PF_DIST), _MM_HINT_T0);                      \
       if (two) _mm_prefetch((const char *)(w1 + (off) + MOE__PF_DIST), _MM_HINT_T0);             \
     }                                                                                            \
-    if (nx < nx_end) _mm_prefetch((const char *)nx, _MM_HINT_T1), nx += 64;                     \
+    for (int l_ = 0; l_ < nx_lines && nx < nx_end; l_++) _mm_prefetch((const char *)nx, _MM_HINT_T1), nx += 64; \
   } while (0)
 
 /* Accumulators and row pointers are named variables (c<v>_<row>, a_<row>), not arrays: compilers
@@ -831,10 +831,12 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
     const int64_t tiles_ = (g->mr + (TILE) - 1) / (TILE), t_ = r0 / (TILE);                     \
     const int pf_near = t_ == 0;                                                                 \
     const uint8_t *nx = NULL, *nx_end = NULL;                                                    \
-    if (t_ > 0 && g->w_next) { /* this tile's share of the next panels, one line per k step */  \
-      const int64_t lines_ = (int64_t)(g->w_next_bytes / 64), share_ = (lines_ + tiles_ - 2) / (tiles_ - 1); \
-      const int64_t first_ = (t_ - 1) * share_, last_ = first_ + share_ < lines_ ? first_ + share_ : lines_; \
+    int nx_lines = 0;                                                                            \
+    if (g->w_next) { /* this tile's share of the next panels, spread over its k steps */         \
+      const int64_t lines_ = (int64_t)(g->w_next_bytes / 64), share_ = (lines_ + tiles_ - 1) / tiles_; \
+      const int64_t first_ = t_ * share_, last_ = first_ + share_ < lines_ ? first_ + share_ : lines_; \
       nx = g->w_next + 64 * first_, nx_end = g->w_next + 64 * (last_ > first_ ? last_ : first_); \
+      nx_lines = (int)((share_ + steps_ - 1) / steps_);                                          \
     }                                                                                            \
     MOE__NO_UNROLL for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);                     \
     if (full_ < steps_) STEP(DP, CAST, full_, 0);                                                \
