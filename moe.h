@@ -20,7 +20,6 @@
  *   | MOE_NO_AVX512       | remove the AVX-512 kernels (and AMX)                                |
  *   | MOE_NO_AMX          | remove the AMX kernels                                              |
  *   | MOE_AMX_EMULATE     | run AMX code paths on a portable model of the tiles (tests)         |
- *   | MOE_ASSERT(x)       | internal assertion (default: nothing)                               |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *
