@@ -19,12 +19,12 @@
  *   | MOE_NO_MXFP4        | remove MXFP4                                                        |
  *   | MOE_NO_AVX512       | remove the AVX-512 kernels (and AMX)                                |
  *   | MOE_NO_AMX          | remove the AMX kernels                                              |
- *   | MOE_AMX_EMULATE     | run AMX code paths on a portable model of the tiles (tests)         |
+ *   | MOE_AMX_EMULATE     | reserved for the AMX tier (not written yet); conflicts with NO_AMX  |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *
  * CONTRACT
- *   - Pack weights once (moe_pack_size, moe_pack in moe_quant.h); the packed moe_experts is
+ *   - Pack weights once (moe_pack_size, moe_pack in moe_gemm.h); the packed moe_experts is
  *     read-only and shared by every thread and call.
  *   - Per forward pass: route (moe_route in moe_route.h), ask moe_workspace_size(), hand a workspace
  *     of at least that many bytes (any alignment) to moe_fused_experts(). Nothing is allocated.

@@ -1,5 +1,6 @@
 /* moe_quant.h — the base vocabulary of moe.h: status codes, dtypes, precisions, conversions,
- * activation quantization, weight quantizers and the packers to kernel layout.
+ * activation quantization, weight quantizers and the plain weight descriptor (the packers that turn
+ * it into the kernel layout live in moe_gemm.h, beside the layouts).
  *
  * Part of moe.h (see moe.h's top comment for the configuration macros and the whole contract).
  * Declarations are always visible; definitions only under `#define MOE_IMPLEMENTATION`.
