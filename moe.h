@@ -172,7 +172,7 @@ typedef struct moe__layer {
   int32_t *sorted, *block_expert, *block_rows, *scratch;
   int32_t *group_first;        /* [n_groups + 1]: the blocks of one expert, consecutive        */
   float *xf, *x_scale, *gate;  /* x as f32 [mc][K]; A8 row scales; shared gate per token         */
-  void *xa;                    /* x prepared for GEMM1: bf16 or u8 [mc][K] (NULL: use x itself)  */
+  void *xa;                    /* x prepared for GEMM1: u8, or bf16 from fp16/f32 (bf16 x: in place) */
   float *h, *h_scale;          /* [cap][N_max] f32 activation outputs; A8 row scales             */
   void *ha;                    /* h prepared for GEMM2: bf16 or u8 [cap][N_max]                  */
   float *acc, *acc_shared;     /* [mc][K] f32 sums of the routed experts' outputs; the shared one */
