@@ -235,6 +235,9 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->acc = (float *)b;
 }
 
+/* Experts in the whole model: n_global with an expert map (0 means E), else the local E. */
+static inline int64_t moe__n_global(const moe_call *c, int64_t E) { return c->expert_map && c->n_global ? c->n_global : E; }
+
 /* ---- validation ----------------------------------------------------------------------------------- */
 static inline moe_status moe__check_experts(const moe_experts *ex) {
   if (!ex) return MOE_ERR_NULL;
@@ -259,7 +262,7 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   if (sh && sh->precision != ex->precision) return MOE_ERR_UNSUPPORTED;
   if (c->M < 0 || c->chunk_tokens < 0 || (c->ldx && c->ldx < ex->K) || (c->ldo && c->ldo < ex->K)) return MOE_ERR_SHAPE;
   if (!shared_only) {
-    int64_t n_global = c->expert_map && c->n_global ? c->n_global : ex->E;
+    int64_t n_global = moe__n_global(c, ex->E);
     if (n_global < 1) return MOE_ERR_SHAPE;
     if (c->topk < 1 || c->topk > n_global) return MOE_ERR_SHAPE;
   }
@@ -288,7 +291,7 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
 /* Every id of the whole call, before anything is written (a later chunk must not fail). */
 static inline moe_status moe__check_ids(const moe__layer *L) {
   const moe_call *c = L->call;
-  int64_t n_global = c->expert_map && c->n_global ? c->n_global : L->ex->E;
+  int64_t n_global = moe__n_global(c, L->ex->E);
   if (c->expert_map)
     for (int64_t g = 0; g < n_global; g++)
       if (c->expert_map[g] < -1 || c->expert_map[g] >= L->ex->E) return MOE_ERR_EXPERT_ID;
@@ -396,7 +399,7 @@ static inline moe_status moe__sort_chunk(moe__layer *L) {
   int32_t E = (int32_t)L->ex->E;
   if (L->topk > 0) {
     moe_status st = moe_sort_slots(c->topk_ids + L->m0 * L->topk, L->mc, L->topk, E, c->expert_map,
-                                   c->expert_map && c->n_global ? c->n_global : E, MOE_BLOCK_M, L->scratch, L->sorted,
+                                   (int32_t)moe__n_global(c, E), MOE_BLOCK_M, L->scratch, L->sorted,
                                    L->block_expert, L->block_rows, &nb);
     if (st != MOE_OK) return st;
   }
@@ -672,7 +675,7 @@ static inline moe_status moe__forward_plan(const moe_experts *ex, const moe_rout
   int64_t chunk;
   if (!ex || !router || !call) return MOE_ERR_NULL;
   if (router->topk != call->topk) return MOE_ERR_SHAPE;
-  if (router->E != (call->expert_map && call->n_global ? call->n_global : ex->E)) return MOE_ERR_SHAPE;
+  if (router->E != moe__n_global(call, ex->E)) return MOE_ERR_SHAPE;
   chunk = call->chunk_tokens > 0 ? call->chunk_tokens : MOE_DEFAULT_CHUNK;
   *sub = *call;
   sub->M = call->M < chunk ? call->M : chunk;
