@@ -568,106 +568,64 @@ static void test_reference(void) {
 }
 
 /* ---- 3. real model shapes at small M ------------------------------------------------------------- */
+typedef struct model_case {
+  const char *name;
+  moe_precision p;
+  int64_t E, N, K;       /* E and N cut where noted, to keep the test small */
+  int32_t topk;
+  moe_route_kind route;  /* grouped: 8 groups, 4 kept, random correction bias */
+  moe_dtype logits, dtype_m3; /* logit type; x dtype of the M = 3 call (M = 1 uses bf16) */
+  moe_activation act;
+  int64_t shared_N;      /* 0: no shared expert */
+  int interleaved;       /* weights arrive gate/up interleaved, with biases (gpt-oss) */
+  int check_forward;     /* also compare moe_forward with route + fused experts */
+  float rsf;
+} model_case;
+
+static void run_model(const model_case *mc, uint64_t *seed) {
+  layer L;
+  moe_router rt;
+  float cb[1024];
+  test_rng r = {seed_base + (*seed)++};
+  orc_spec s = spec_of(mc->p, mc->E, mc->N, mc->K, mc->interleaved /* biases */, (*seed)++);
+  double t0 = now_s();
+  if (!moe_precision_compiled(mc->p)) return;
+  layer_make(&L, &s, mc->shared_N, mc->interleaved);
+  memset(&rt, 0, sizeof rt);
+  rt.kind = mc->route;
+  rt.E = (int32_t)mc->E;
+  rt.topk = mc->topk;
+  rt.renormalize = 1;
+  if (mc->route == MOE_ROUTE_BIASED_GROUPED) {
+    for (int64_t i = 0; i < mc->E; i++) cb[i] = (float)(0.1 * test_normal(&r));
+    rt.n_group = 8, rt.topk_group = 4, rt.correction_bias = cb;
+  }
+  for (int mi = 0; mi < 2; mi++) {
+    call_spec c = call_of(mi ? mc->dtype_m3 : MOE_BF16, mi ? 3 : 1, mc->topk, mc->act, (*seed)++, mc->name);
+    c.router = &rt;
+    c.logit_type = mc->logits;
+    c.check_forward = mc->check_forward;
+    c.shared = mc->shared_N > 0;
+    if (mc->rsf != 0.0f) c.rsf = mc->rsf;
+    run_call(&L, &c);
+  }
+  layer_free(&L);
+  fprintf(stderr, " [%s %.1f s]", mc->name, now_s() - t0);
+}
+
 static void test_models(void) {
+  /* Qwen3-30B-A3B int8 with bf16 logits; DeepSeek-V3 (E cut to 16) fp8 128x128 with biased grouped
+   * routing, rsf 2.5 and a shared expert; gpt-oss-20b (E cut to 4) MXFP4 with gate/up interleaved in
+   * the checkpoint (w13, its e8m0 scales and b13 deinterleaved with moe_deinterleave_gate_up; the
+   * oracle reads the interleaved originals), SWIGLU_OAI and biases; Mixtral-8x7B (N cut to 512) bf16. */
+  static const model_case models[] = {
+      {"qwen3-30b-a3b", MOE_PREC_INT8, 128, 768, 2048, 8, MOE_ROUTE_SOFTMAX, MOE_BF16, MOE_BF16, MOE_ACT_SILU, 0, 0, 1, 0},
+      {"deepseek-v3", MOE_PREC_FP8, 16, 2048, 7168, 8, MOE_ROUTE_BIASED_GROUPED, MOE_F32, MOE_BF16, MOE_ACT_SILU, 2048, 0, 1, 2.5f},
+      {"gpt-oss-20b", MOE_PREC_MXFP4, 4, 2880, 2880, 2, MOE_ROUTE_SOFTMAX, MOE_F32, MOE_BF16, MOE_ACT_SWIGLU_OAI, 0, 1, 0, 0},
+      {"mixtral-8x7b", MOE_PREC_BF16, 8, 512, 4096, 2, MOE_ROUTE_SOFTMAX, MOE_F32, MOE_F32, MOE_ACT_SILU, 0, 0, 0, 0},
+  };
   uint64_t seed = 3000;
-  double t0;
-  /* Qwen3-30B-A3B: K 2048, N 768, E 128, topk 8, softmax + renormalize (bf16 logits); INT8 */
-  if (moe_precision_compiled(MOE_PREC_INT8)) {
-    layer L;
-    moe_router rt;
-    orc_spec s = spec_of(MOE_PREC_INT8, 128, 768, 2048, 0, seed++);
-    t0 = now_s();
-    layer_make(&L, &s, 0, 0);
-    memset(&rt, 0, sizeof rt);
-    rt.kind = MOE_ROUTE_SOFTMAX;
-    rt.E = 128;
-    rt.topk = 8;
-    rt.renormalize = 1;
-    for (int mi = 0; mi < 2; mi++) {
-      call_spec c = call_of(MOE_BF16, mi ? 3 : 1, 8, MOE_ACT_SILU, seed++, "qwen3-30b-a3b");
-      c.router = &rt;
-      c.logit_type = MOE_BF16;
-      c.check_forward = 1;
-      run_call(&L, &c);
-    }
-    layer_free(&L);
-    fprintf(stderr, " [qwen3-30b-a3b %.1f s]", now_s() - t0);
-  }
-  /* DeepSeek-V3: K 7168, N 2048, E cut to 16, topk 8, FP8 128x128, biased grouped routing
-   * (8 groups, 4 kept), rsf 2.5, one shared expert (N 2048) */
-  if (moe_precision_compiled(MOE_PREC_FP8)) {
-    layer L;
-    moe_router rt;
-    float cb[16];
-    test_rng r = {seed_base + seed++};
-    orc_spec s = spec_of(MOE_PREC_FP8, 16, 2048, 7168, 0, seed++);
-    t0 = now_s();
-    layer_make(&L, &s, 2048, 0);
-    for (int i = 0; i < 16; i++) cb[i] = (float)(0.1 * test_normal(&r));
-    memset(&rt, 0, sizeof rt);
-    rt.kind = MOE_ROUTE_BIASED_GROUPED;
-    rt.E = 16;
-    rt.topk = 8;
-    rt.n_group = 8;
-    rt.topk_group = 4;
-    rt.renormalize = 1;
-    rt.correction_bias = cb;
-    for (int mi = 0; mi < 2; mi++) {
-      call_spec c = call_of(MOE_BF16, mi ? 3 : 1, 8, MOE_ACT_SILU, seed++, "deepseek-v3");
-      c.router = &rt;
-      c.logit_type = MOE_F32;
-      c.check_forward = 1;
-      c.shared = 1;
-      c.rsf = 2.5f;
-      run_call(&L, &c);
-    }
-    layer_free(&L);
-    fprintf(stderr, " [deepseek-v3 %.1f s]", now_s() - t0);
-  }
-  /* gpt-oss-20b: K 2880, N 2880, E cut to 4, topk 2, MXFP4 with gate/up interleaved in the
-   * checkpoint (w13, its e8m0 scales and b13 deinterleaved with moe_deinterleave_gate_up; the
-   * oracle reads the interleaved originals), SWIGLU_OAI, biases */
-  if (moe_precision_compiled(MOE_PREC_MXFP4)) {
-    layer L;
-    moe_router rt;
-    orc_spec s = spec_of(MOE_PREC_MXFP4, 4, 2880, 2880, 1, seed++);
-    t0 = now_s();
-    layer_make(&L, &s, 0, 1);
-    memset(&rt, 0, sizeof rt);
-    rt.kind = MOE_ROUTE_SOFTMAX;
-    rt.E = 4;
-    rt.topk = 2;
-    rt.renormalize = 1;
-    for (int mi = 0; mi < 2; mi++) {
-      call_spec c = call_of(MOE_BF16, mi ? 3 : 1, 2, MOE_ACT_SWIGLU_OAI, seed++, "gpt-oss-20b");
-      c.router = &rt;
-      c.logit_type = MOE_F32;
-      run_call(&L, &c);
-    }
-    layer_free(&L);
-    fprintf(stderr, " [gpt-oss-20b %.1f s]", now_s() - t0);
-  }
-  /* Mixtral-8x7B: K 4096, N cut to 512, E 8, topk 2, softmax + renormalize; BF16 */
-  if (moe_precision_compiled(MOE_PREC_BF16)) {
-    layer L;
-    moe_router rt;
-    orc_spec s = spec_of(MOE_PREC_BF16, 8, 512, 4096, 0, seed++);
-    t0 = now_s();
-    layer_make(&L, &s, 0, 0);
-    memset(&rt, 0, sizeof rt);
-    rt.kind = MOE_ROUTE_SOFTMAX;
-    rt.E = 8;
-    rt.topk = 2;
-    rt.renormalize = 1;
-    for (int mi = 0; mi < 2; mi++) {
-      call_spec c = call_of(mi ? MOE_F32 : MOE_BF16, mi ? 3 : 1, 2, MOE_ACT_SILU, seed++, "mixtral-8x7b");
-      c.router = &rt;
-      c.logit_type = MOE_F32;
-      run_call(&L, &c);
-    }
-    layer_free(&L);
-    fprintf(stderr, " [mixtral-8x7b %.1f s]", now_s() - t0);
-  }
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) run_model(&models[i], &seed);
 }
 
 /* ---- 4. tails ---------------------------------------------------------------------------------------- */
