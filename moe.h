@@ -598,7 +598,7 @@ static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
   moe__lap(L, MOE_PHASE_PREPARE, &t);
   moe__sort_chunk(L); /* ids were validated for the whole call */
   moe__lap(L, MOE_PHASE_SORT, &t);
-  L->chunk1 = moe__run_length(L, L->n_groups * moe__h_panels(L), 8, 4);
+  L->chunk1 = moe__run_length(L, L->n_groups * moe__h_panels(L), 8, 32);
   L->chunk2 = moe__run_length(L, moe__pairs2(L), 4, 8);
   moe__parallel(par, moe__gemm1_task, L, L->n_groups * moe__cdiv(moe__h_panels(L), L->chunk1));
   moe__lap(L, MOE_PHASE_GEMM1, &t);
