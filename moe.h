@@ -30,8 +30,10 @@
  *     of at least that many bytes (any alignment) to moe_fused_experts(). Nothing is allocated.
  *     Large M is processed in chunks of chunk_tokens tokens, so the workspace stays bounded.
  *   - Threads: pass a moe_parallel whose parallel_for runs fn(arg, i) for every i in [0, n) and
- *     returns when all are done (any pool). With none, OpenMP is used when compiled with it,
- *     else the call runs serially. The output is bitwise identical for any thread count and chunk.
+ *     returns when all are done (any pool of OS threads, in any order; the tasks may wait for
+ *     each other's progress, so not a pool of cooperative fibers). With none, OpenMP is used when
+ *     compiled with it, else the call runs serially. The output is bitwise identical for any
+ *     thread count and chunk.
  *   - Every argument is validated before any output is written; a status names what was wrong.
  *   - Numerics: f32 accumulation, the top-k sum in f32 in the order j = 0..topk-1, shared expert
  *     added in f32, one rounding to the output type at the end.
@@ -167,7 +169,11 @@ typedef struct moe__layer {
   float alpha, limit, rsf;
   /* the current chunk */
   int64_t m0, mc, n_blocks, n_groups;
-  int64_t chunk1, chunk2;      /* weight panels (gemm1) and panel pairs (gemm2) per task         */
+  int64_t chunk1, chunk2;      /* weight panels (gemm1) and panel pairs (gemm2) per work item    */
+  int64_t items1, items2;      /* work items of the experts' region: gemm1, then gemm2           */
+  int64_t next_item;           /* the next item to claim (atomic)                                */
+  int64_t busy_ns[3];          /* with moe_stats: thread time in gemm1, requant, gemm2 (atomic)   */
+  int32_t *pending, *ready;    /* [n_groups]: gemm1 items left per expert group; h requantized   */
   int n_threads;
   int32_t *sorted, *block_expert, *block_rows, *scratch;
   int32_t *group_first;        /* [n_groups + 1]: the blocks of one expert, consecutive        */
@@ -179,7 +185,7 @@ typedef struct moe__layer {
 } moe__layer;
 
 typedef struct moe__ws_plan {
-  size_t sorted, blocks, scratch, acc_shared, groups, xf, x_scale, gate, xa, h, h_scale, ha, acc, total;
+  size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, total;
   int64_t cap;
 } moe__ws_plan;
 
@@ -188,7 +194,7 @@ static inline size_t moe__elt(moe_dtype t) { return t == MOE_F32 ? 4 : 2; }
 /* Workspace pieces for a chunk of mc tokens, each rounded to 64 bytes; 0 total on overflow. */
 static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   moe__ws_plan w;
-  size_t sz[13], t = 0;
+  size_t sz[14], t = 0;
   int64_t cap = (int64_t)moe_sort_capacity(mc, L->topk > 0 ? L->topk : 1, (int32_t)L->ex->E, MOE_BLOCK_M);
   size_t a_elt = L->a8 ? 1 : 2;
   memset(&w, 0, sizeof w);
@@ -207,12 +213,13 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[10] = (size_t)cap * (size_t)L->N_max * a_elt;
   sz[11] = (size_t)mc * (size_t)L->K * 4;
   sz[12] = (size_t)(cap / MOE_BLOCK_M + 1) * 4;
-  for (int i = 0; i < 13; i++) {
+  sz[13] = 2 * sz[12];
+  for (int i = 0; i < 14; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
   }
   w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.acc_shared = sz[3], w.xf = sz[4], w.x_scale = sz[5];
-  w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.acc = sz[11], w.groups = sz[12];
+  w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.acc = sz[11], w.groups = sz[12], w.sync = sz[13];
   if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
   return w;
 }
@@ -225,6 +232,7 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->scratch = (int32_t *)b, b += w->scratch;
   L->acc_shared = (float *)b, b += w->acc_shared;
   L->group_first = (int32_t *)b, b += w->groups;
+  L->pending = (int32_t *)b, L->ready = L->pending + w->groups / 4, b += w->sync;
   L->xf = (float *)b, b += w->xf;
   L->x_scale = (float *)b, b += w->x_scale;
   L->gate = (float *)b, b += w->gate;
@@ -470,8 +478,7 @@ static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, i
 }
 
 /* Block b's h rows to the GEMM2 operand (bf16 or u8 with a row scale). */
-static inline void moe__prepare_h(void *arg, int64_t b) {
-  const moe__layer *L = (const moe__layer *)arg;
+static inline void moe__prepare_h(const moe__layer *L, int64_t b) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
   for (int32_t r = 0; r < L->block_rows[b]; r++) {
@@ -516,20 +523,57 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
   L->kern->gemm2(&g);
 }
 
-/* GEMM1 tasks (expert group, run of panels): every block of one expert against a few consecutive
- * weight panels, so each panel comes from DRAM once and stays in cache while the expert's rows
- * stream through it, and the next panel of the run is prefetched meanwhile. Few experts hit
- * (decode) still give experts x panel runs tasks: N is split within each expert. */
-static inline void moe__gemm1_task(void *arg, int64_t t) {
-  const moe__layer *L = (const moe__layer *)arg;
-  int64_t runs = moe__cdiv(moe__h_panels(L), L->chunk1), gi = t / runs, p0 = t % runs * L->chunk1;
-  int64_t p1 = p0 + L->chunk1 < moe__h_panels(L) ? p0 + L->chunk1 : moe__h_panels(L);
-  for (int64_t p = p0; p < p1; p++)
-    for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm1_block(L, b, p, p + 1 < p1 ? p + 1 : -1);
+/* ---- the experts' region ----------------------------------------------------------------------
+ * GEMM1, the requantization of h and GEMM2 run in one parallel region, as work items claimed in
+ * order from one counter (no barrier between the GEMMs, where threads would idle and restart
+ * their weight streams):
+ *
+ *   items  [ gemm1: group 0 run 0 | group 0 run 1 | ... | group G-1 run R-1 | gemm2: pairs 0.. | ... ]
+ *                    |_______ pending[0] = R ______|                      ^ waits for ready[g] per group
+ *
+ * The thread finishing a group's last GEMM1 item requantizes the group's h rows and marks it ready.
+ * A GEMM2 item waits only on items already claimed (hence running on live threads), so no pool
+ * order can deadlock it. */
+static inline void moe__pause(void) {
+#if defined(MOE__X86) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_ia32_pause();
+#endif
 }
 
-/* GEMM2 tasks (run of output panel pairs): every expert in ascending order against those columns,
- * so each output element is summed by one task, over its token's experts in a fixed order (the
+/* Nanoseconds from the moe_stats clock (0 without one). */
+static inline int64_t moe__stats_ns(const moe__layer *L) {
+  const moe_stats *st = L->call->stats;
+  return st && st->clock ? (int64_t)(st->clock() * 1e9) : 0;
+}
+
+/* Adds the time since *t to the threads' total in kind (0 gemm1, 1 requant, 2 gemm2). */
+static inline void moe__busy(moe__layer *L, int kind, int64_t *t) {
+  int64_t now;
+  if (!L->call->stats || !L->call->stats->clock) return;
+  now = moe__stats_ns(L);
+  __atomic_fetch_add(&L->busy_ns[kind], now - *t, __ATOMIC_RELAXED);
+  *t = now;
+}
+
+/* GEMM1 item (expert group, run of panels): every block of one expert against a few consecutive
+ * weight panels, so each panel comes from DRAM once and stays in cache while the expert's rows
+ * stream through it. Few experts hit (decode) still give experts x panel runs items: N is split
+ * within each expert. */
+static inline void moe__gemm1_item(moe__layer *L, int64_t t) {
+  int64_t runs = moe__cdiv(moe__h_panels(L), L->chunk1), gi = t / runs, p0 = t % runs * L->chunk1;
+  int64_t p1 = p0 + L->chunk1 < moe__h_panels(L) ? p0 + L->chunk1 : moe__h_panels(L), t0 = moe__stats_ns(L);
+  for (int64_t p = p0; p < p1; p++)
+    for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm1_block(L, b, p, p + 1 < p1 ? p + 1 : -1);
+  moe__busy(L, 0, &t0);
+  if (__atomic_sub_fetch(&L->pending[gi], 1, __ATOMIC_ACQ_REL) == 0) {
+    for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__prepare_h(L, b);
+    __atomic_store_n(&L->ready[gi], 1, __ATOMIC_RELEASE);
+    moe__busy(L, 1, &t0);
+  }
+}
+
+/* GEMM2 item (run of output panel pairs): every expert in ascending order against those columns,
+ * so each output element is summed by one item, over its token's experts in a fixed order (the
  * sort's: expert id, then slot), whatever the threads and chunks. The weights of the next
  * (expert, pair) are prefetched. */
 static inline int64_t moe__pairs2(const moe__layer *L) { return moe__cdiv(L->K, 2 * MOE_NR); }
@@ -541,22 +585,50 @@ static inline const uint8_t *moe__w2_pair(const moe__layer *L, int64_t gi, int64
   return X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
 }
 
-static inline void moe__gemm2_task(void *arg, int64_t t) {
-  const moe__layer *L = (const moe__layer *)arg;
-  int64_t q0 = t * L->chunk2, q1 = q0 + L->chunk2 < moe__pairs2(L) ? q0 + L->chunk2 : moe__pairs2(L);
-  for (int64_t gi = 0; gi < L->n_groups; gi++)
+static inline void moe__gemm2_item(moe__layer *L, int64_t t) {
+  int64_t q0 = t * L->chunk2, q1 = q0 + L->chunk2 < moe__pairs2(L) ? q0 + L->chunk2 : moe__pairs2(L), t0;
+  for (int64_t gi = 0; gi < L->n_groups; gi++) {
+    t0 = moe__stats_ns(L);
+    while (!__atomic_load_n(&L->ready[gi], __ATOMIC_ACQUIRE)) moe__pause();
+    moe__busy(L, 1, &t0); /* waiting for h counts as requantization */
     for (int64_t q = q0; q < q1; q++) {
       size_t next_bytes = 0;
       const uint8_t *next = q + 1 < q1 ? moe__w2_pair(L, gi, q + 1, &next_bytes)
                             : gi + 1 < L->n_groups ? moe__w2_pair(L, gi + 1, q0, &next_bytes) : NULL;
       for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm2_block(L, b, q, next, next_bytes);
     }
+    moe__busy(L, 2, &t0);
+  }
 }
 
-/* Work units per task: runs of up to `most`, but at least `per_thread` tasks per thread. */
+static inline void moe__experts_worker(void *arg, int64_t unused) {
+  moe__layer *L = (moe__layer *)arg;
+  int64_t i;
+  (void)unused;
+  while ((i = __atomic_fetch_add(&L->next_item, 1, __ATOMIC_RELAXED)) < L->items1 + L->items2) {
+    if (i < L->items1) moe__gemm1_item(L, i);
+    else moe__gemm2_item(L, i - L->items1);
+  }
+}
+
+/* Work units per item: runs of up to `most`, but at least `per_thread` items per thread. */
 static inline int64_t moe__run_length(const moe__layer *L, int64_t units, int64_t per_thread, int64_t most) {
   int64_t per = units / (per_thread * (int64_t)L->n_threads);
   return per < 1 ? 1 : per > most ? most : per;
+}
+
+/* Both GEMMs of the chunk on all threads. */
+static inline void moe__run_experts(moe__layer *L, const moe_parallel *par) {
+  int64_t runs;
+  L->chunk1 = moe__run_length(L, L->n_groups * moe__h_panels(L), 8, 32);
+  L->chunk2 = moe__run_length(L, moe__pairs2(L), 4, 8);
+  runs = moe__cdiv(moe__h_panels(L), L->chunk1);
+  L->items1 = L->n_groups * runs;
+  L->items2 = moe__cdiv(moe__pairs2(L), L->chunk2);
+  L->next_item = 0;
+  memset(L->busy_ns, 0, sizeof L->busy_ns);
+  for (int64_t gi = 0; gi < L->n_groups; gi++) L->pending[gi] = (int32_t)runs, L->ready[gi] = 0;
+  moe__parallel(par, moe__experts_worker, L, L->n_threads);
 }
 
 /* Token m: out = rsf * (sum of the routed experts + routed_in) + the shared expert, in f32, rounded
@@ -592,20 +664,27 @@ static inline void moe__lap(const moe__layer *L, moe_phase phase, double *t) {
   }
 }
 
+/* Ends the experts' region for moe_stats: its wall time, split over GEMM1, requantization and
+ * GEMM2 in proportion to the threads' time in each. */
+static inline void moe__lap_experts(const moe__layer *L, double *t) {
+  moe_stats *st = L->call->stats;
+  const int64_t *b = L->busy_ns;
+  if (st && st->clock) {
+    double now = st->clock(), busy = (double)(b[0] + b[1] + b[2]);
+    static const moe_phase phase[3] = {MOE_PHASE_GEMM1, MOE_PHASE_REQUANT, MOE_PHASE_GEMM2};
+    for (int k = 0; k < 3; k++) st->seconds[phase[k]] += busy > 0 ? (now - *t) * (double)b[k] / busy : 0.0;
+    *t = now;
+  }
+}
+
 static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
   double t = L->call->stats && L->call->stats->clock ? L->call->stats->clock() : 0.0;
   moe__parallel_if(par, moe__prepare_token, L, L->mc, L->mc * L->K);
   moe__lap(L, MOE_PHASE_PREPARE, &t);
   moe__sort_chunk(L); /* ids were validated for the whole call */
   moe__lap(L, MOE_PHASE_SORT, &t);
-  L->chunk1 = moe__run_length(L, L->n_groups * moe__h_panels(L), 8, 32);
-  L->chunk2 = moe__run_length(L, moe__pairs2(L), 4, 8);
-  moe__parallel(par, moe__gemm1_task, L, L->n_groups * moe__cdiv(moe__h_panels(L), L->chunk1));
-  moe__lap(L, MOE_PHASE_GEMM1, &t);
-  moe__parallel_if(par, moe__prepare_h, L, L->n_blocks, L->mc * L->T * L->N_max);
-  moe__lap(L, MOE_PHASE_REQUANT, &t);
-  moe__parallel(par, moe__gemm2_task, L, moe__cdiv(moe__pairs2(L), L->chunk2));
-  moe__lap(L, MOE_PHASE_GEMM2, &t);
+  moe__run_experts(L, par);
+  moe__lap_experts(L, &t);
   moe__parallel_if(par, moe__combine_token, L, L->mc, L->mc * L->T * L->K);
   moe__lap(L, MOE_PHASE_COMBINE, &t);
 }
