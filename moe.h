@@ -621,7 +621,7 @@ static inline int64_t moe__run_length(const moe__layer *L, int64_t units, int64_
 static inline void moe__run_experts(moe__layer *L, const moe_parallel *par) {
   int64_t runs;
   L->chunk1 = moe__run_length(L, L->n_groups * moe__h_panels(L), 8, 32);
-  L->chunk2 = moe__run_length(L, moe__pairs2(L), 4, 8);
+  L->chunk2 = moe__run_length(L, moe__pairs2(L), 2, 8);
   runs = moe__cdiv(moe__h_panels(L), L->chunk1);
   L->items1 = L->n_groups * runs;
   L->items2 = moe__cdiv(moe__pairs2(L), L->chunk2);

@@ -754,6 +754,13 @@ MOE__AVX512_BASE MOE__INLINE void moe__gemm2_store_avx512(const moe_gemm_args *g
   }
 }
 
+/* The tile's output rows (token sums spread over the chunk, often not in cache) are fetched while
+ * the k loop runs, not awaited in the epilogue (+4% on int8 gemm2 in a layer-like loop). */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_c_rows(const moe_gemm_args *g, int32_t r0, int mr) {
+  for (int r = 0; r < mr; r++)
+    for (int32_t col = 0; col < g->nr; col += 16) _mm_prefetch((const char *)(g->c_rows[r0 + r] + col), _MM_HINT_T1);
+}
+
 /* The KR activations of row a at k-group i as one 32-bit lane value: KR = 2 bf16 or 4 u8. A
  * partial last group reads only the elements below kred and pads with zeros. */
 static inline uint32_t moe__a_group(const uint8_t *a, int64_t i, int64_t kred, size_t group_bytes, size_t elt) {
@@ -882,11 +889,13 @@ MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm1_tile(const moe_gemm_args *g, i
 }
 /* gemm2 over two neighbouring panels (nr > 32). */
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  moe__prefetch_c_rows(g, r0, MR);
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   MOE__DUAL_TILE(moe__dpbf16, __m512bh, 2, 2);
   MOE__EACH5(MOE__BF16_STORE2x2)
 }
 MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  moe__prefetch_c_rows(g, r0, MR);
   const uint8_t *w0 = g->w;
   MOE__SINGLE_TILE(moe__dpbf16, __m512bh, 2, 2);
   MOE__EACH12(MOE__BF16_STORE2)
@@ -919,11 +928,13 @@ MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm1_tile(const moe_gemm_args *g, in
   MOE__EACH5(MOE__QC8_STORE1)
 }
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  moe__prefetch_c_rows(g, r0, MR);
   const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes, *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   MOE__DUAL_TILE(moe__dpbusd, __m512i, 4, 1);
   MOE__EACH5(MOE__QC8_STORE2x2)
 }
 MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
+  moe__prefetch_c_rows(g, r0, MR);
   const uint8_t *p0 = g->w, *w0 = p0 + MOE_NR * 8;
   MOE__SINGLE_TILE(moe__dpbusd, __m512i, 4, 1);
   MOE__EACH12(MOE__QC8_STORE2)
