@@ -1,6 +1,7 @@
 #!/bin/sh
 # The whole test run: the suite in a release build, then again under AddressSanitizer and
-# UndefinedBehaviorSanitizer. Ends with one line "N passed, N failed, N skipped".
+# UndefinedBehaviorSanitizer, and the threaded test under ThreadSanitizer. Ends with one line
+# "N passed, N failed, N skipped".
 cd "$(dirname "$0")/.." || exit 1
 setup() { # dir, options...
   dir=$1; shift
@@ -15,7 +16,13 @@ setup build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_l
 meson compile -C build-asan || exit 1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs --no-rebuild --suite unit "$@" || status=1
-python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+# The threaded test (pools of 1-8 threads in every order, the experts' region's atomics) under
+# ThreadSanitizer; without OpenMP, whose runtime TSan cannot see.
+setup build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dopenmp=disabled \
+  -Dexamples=false -Dbench=false || exit 1
+meson compile -C build-tsan test_determinism || exit 1
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild determinism "$@" || status=1
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json <<'PY'
 import json, sys
 n = {"passed": 0, "failed": 0, "skipped": 0}
 for path in sys.argv[1:]:
