@@ -73,7 +73,9 @@ typedef enum moe_phase {
 } moe_phase;
 
 /* Optional per-phase wall time: the library calls clock() (seconds, any epoch) around each phase
- * and adds the differences to seconds[]; the caller zeroes it. */
+ * and adds the differences to seconds[]; the caller zeroes it. GEMM1, REQUANT and GEMM2 overlap in
+ * one parallel region: its wall time is split among them in proportion to the threads' time in
+ * each (waiting for an expert's h counts as REQUANT). */
 typedef struct moe_stats {
   double (*clock)(void);
   double seconds[MOE_PHASE_COUNT];
