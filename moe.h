@@ -252,7 +252,7 @@ static inline int64_t moe__n_global(const moe_call *c, int64_t E) { return c->ex
 static inline moe_status moe__check_experts(const moe_experts *ex) {
   if (!ex) return MOE_ERR_NULL;
   if (ex->magic != MOE__MAGIC) return MOE_ERR_DESCRIPTOR;
-  if ((int)ex->precision < 0 || ex->precision >= MOE_PREC_COUNT) return MOE_ERR_DESCRIPTOR;
+  if (!moe__precision_valid(ex->precision)) return MOE_ERR_DESCRIPTOR;
   if (!moe_precision_compiled(ex->precision)) return MOE_ERR_UNSUPPORTED;
   return MOE_OK;
 }

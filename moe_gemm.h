@@ -64,8 +64,8 @@ typedef enum moe_activation {
 /* The packed, read-only experts that moe_pack() builds inside a caller buffer: share it between
  * threads and calls. Treat the fields as opaque; the layout is drawn above. */
 typedef struct moe_experts {
+  int64_t E, N, K;                 /* an integer first: `moe_experts ex = {0};` works in C and C++ */
   moe_precision precision;
-  int64_t E, N, K;
   int32_t block_n, block_k, group; /* resolved (never 0)                                        */
   int32_t kr;                      /* K interleave of the packed panels                        */
   int64_t k13_pad, k2_pad;         /* reduction lengths padded to kr: K for W13, N for W2      */
@@ -106,8 +106,17 @@ typedef struct moe_gemm_args {
 } moe_gemm_args;
 typedef void (*moe_gemm_ukernel)(const moe_gemm_args *args);
 
-/* ---- ISA tiers and dispatch ---------------------------------------------------------------- */
-typedef enum moe_isa { MOE_ISA_SCALAR = 0, MOE_ISA_AVX512 = 1, MOE_ISA_AMX = 2, MOE_ISA_COUNT = 3 } moe_isa;
+/* ---- ISA tiers and dispatch ----------------------------------------------------------------
+ * The values are stable (they are ABI): a new tier gets the next free value. The order of
+ * preference is separate (MOE_ISA_LIST's rank): scalar < avx2 < avx-vnni < avx512 < amx. */
+typedef enum moe_isa {
+  MOE_ISA_SCALAR = 0,
+  MOE_ISA_AVX512 = 1,   /* AVX-512 F/BW/VL/DQ with VNNI or BF16, per kernel                    */
+  MOE_ISA_AMX = 2,      /* AMX-BF16 / AMX-INT8 tiles (tier reserved: no kernels yet)            */
+  MOE_ISA_AVX2 = 3,     /* AVX2 + FMA + F16C (tier reserved: no kernels yet)                    */
+  MOE_ISA_AVX_VNNI = 4, /* AVX2 with VEX-encoded vpdpbusd (tier reserved: no kernels yet)       */
+  MOE_ISA_COUNT = 5
+} moe_isa;
 
 enum {
   MOE_CPU_AVX512F = 1u << 0,
@@ -118,28 +127,54 @@ enum {
   MOE_CPU_AVX512BF16 = 1u << 5,
   MOE_CPU_AMX_TILE = 1u << 6,
   MOE_CPU_AMX_INT8 = 1u << 7,
-  MOE_CPU_AMX_BF16 = 1u << 8
+  MOE_CPU_AMX_BF16 = 1u << 8,
+  MOE_CPU_AVX2 = 1u << 9,
+  MOE_CPU_FMA = 1u << 10,
+  MOE_CPU_F16C = 1u << 11,
+  MOE_CPU_AVX_VNNI = 1u << 12
 };
 
-/* CPU features usable by this process (CPUID and the OS's XCR0 state; AMX only after the kernel
- * granted tile permission). */
+/* CPU features this CPU has and the OS enabled (CPUID and XCR0), detected once and cached. The AMX
+ * bits say the CPU and the OS support tiles; a process may use them only after moe_amx_request(). */
 MOE_API uint32_t moe_cpu_features(void);
-/* Caps the tier used by the compute calls (tests and benchmarks run every tier in one binary);
- * returns the tier that will be used: min(cap, best available). Call it before computing;
- * the cap is per translation unit of the implementation. */
+/* Asks Linux for AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM), once per process; 1 when granted.
+ * The dispatcher calls it before it first selects an AMX kernel; nothing else does. */
+MOE_API int moe_amx_request(void);
+/* Caps the tier used by the compute calls (tests and benchmarks run every tier in one binary): the
+ * tiers ranked at or below cap are allowed. Returns the tier that will be used (moe_get_isa()).
+ * Call it before computing; the cap is per translation unit of the implementation. */
 MOE_API moe_isa moe_set_isa(moe_isa cap);
+/* The best tier allowed by the cap that this build and CPU run ("runs" = some kernel of it does). */
 MOE_API moe_isa moe_get_isa(void);
+/* 1 when kernels of tier isa are compiled in and this CPU and OS run them (scalar: always). */
+MOE_API int moe_isa_available(moe_isa isa);
+/* "scalar", "avx512", "amx", "avx2", "avx-vnni"; "unknown" out of range. */
 MOE_API const char *moe_isa_name(moe_isa isa);
+/* The tier of that name, or MOE_ISA_COUNT when there is none. */
+MOE_API moe_isa moe_isa_from_name(const char *name);
 
-/* One entry of the dispatch table: the kernels of one precision on one tier. */
+/* One row of the kernel list: the GEMM1 and GEMM2 microkernels of one precision on one tier.
+ * Names follow <activations>_<weights>_gemm{1,2}_ukernel_<MR>x<NR>c<KR>__<isa>; a GEMM2 that runs
+ * two tiles names both (5x64 over two panels, 12x32 over a last odd panel). */
 typedef struct moe_gemm_config {
   moe_gemm_ukernel gemm1, gemm2;
-  uint32_t cpu_features;   /* features the kernels need                                       */
+  uint32_t cpu_features;   /* MOE_CPU_* bits the kernels need                                  */
   moe_isa isa;
-  const char *name;        /* e.g. "moe_bf16_bf16w_gemm_ukernel_mx32c2__scalar"               */
+  const char *name;        /* the pair, e.g. "moe_bf16_bf16w_gemm_ukernel_5x32c2__avx512bf16"  */
+  moe_precision precision;
+  int32_t mr, nr, kr;      /* GEMM1 register tile: rows x columns (gate and up each), k group   */
+  int32_t mr2, nr2;        /* GEMM2's main register tile: rows x columns                        */
+  const char *gemm1_name, *gemm2_name;
+  const char *dot;         /* the dot-product instruction: "vdpbf16ps", "vpdpbusd", "scalar"    */
 } moe_gemm_config;
 
-/* The best kernels for precision p under the current cap; NULL when the precision is compiled out. */
+/* Every kernel compiled in, scalar references included, in list order: i in [0, moe_kernel_count()).
+ * moe_kernel_at() is NULL out of range. */
+MOE_API int moe_kernel_count(void);
+MOE_API const moe_gemm_config *moe_kernel_at(int i);
+/* 1 when this CPU and OS run kernel k (its features present; AMX: tile permission granted). */
+MOE_API int moe_kernel_runnable(const moe_gemm_config *k);
+/* The best runnable kernels for precision p under the current cap; NULL when compiled out. */
 MOE_API const moe_gemm_config *moe_gemm_select(moe_precision p);
 /* The kernels of precision p on exactly tier isa; NULL if not compiled or not runnable here. */
 MOE_API const moe_gemm_config *moe_gemm_config_for(moe_precision p, moe_isa isa);
@@ -157,27 +192,36 @@ MOE_API const moe_gemm_config *moe_gemm_config_for(moe_precision p, moe_isa isa)
 
 #define MOE__MAGIC 0x4D4F4531u /* "MOE1" */
 
-/* ---- precision properties ----------------------------------------------------------------- */
-static inline int moe__is_a8(moe_precision p) { return p == MOE_PREC_INT8 || p == MOE_PREC_INT4_W4A8; }
-static inline int moe__is_4bit(moe_precision p) {
-  return p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16 || p == MOE_PREC_MXFP4;
+/* ---- packed-layout properties, from the precision's traits (MOE_PRECISION_LIST) ------------- */
+static inline int moe__is_a8(moe_precision p) { return moe__traits(p)->a8; }
+static inline int32_t moe__kr(moe_precision p) { return moe__traits(p)->kr; }
+static inline moe__meta moe__meta_of(moe_precision p) { return moe__traits(p)->meta; }
+/* bytes of one (k-group, column) cell: KR codes */
+static inline size_t moe__cell_bytes(moe_precision p) {
+  return (size_t)(moe__kr(p) * moe__code_bits(moe__traits(p)->code) / 8);
 }
-static inline int32_t moe__kr(moe_precision p) {
-  if (p == MOE_PREC_INT8) return 4;
-  return moe__is_4bit(p) ? 8 : 2;
-}
-/* bytes of one (k-group, column) cell */
-static inline size_t moe__cell_bytes(moe_precision p) { return p == MOE_PREC_FP8 ? 2 : 4; }
 static inline int64_t moe__cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline size_t moe__round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
 
-/* k per scale group of a matrix with reduction length kred (0: no groups) */
+/* k per scale group (0: no groups along k) */
 static inline int32_t moe__kgroup(moe_precision p, int32_t block_k, int32_t group) {
-  switch (p) {
-  case MOE_PREC_FP8: return block_k;
-  case MOE_PREC_INT4_W4A8:
-  case MOE_PREC_INT4_W4A16: return group;
-  case MOE_PREC_MXFP4: return 32;
+  switch (moe__meta_of(p)) {
+  case MOE__META_BLOCK: return block_k;
+  case MOE__META_GROUP: return group;
+  case MOE__META_E8M0: return 32;
+  default: return 0;
+  }
+}
+/* bytes of the per-panel header: INT8's compensation and channel scales */
+static inline size_t moe__codes_offset(moe_precision p) {
+  return moe__meta_of(p) == MOE__META_CHANNEL ? MOE_NR * (sizeof(int32_t) + sizeof(float)) : 0;
+}
+/* bytes of meta per (group, column): f32 scale, + u8 zero point, or an e8m0 byte */
+static inline size_t moe__meta_cell_bytes(moe_precision p) {
+  switch (moe__meta_of(p)) {
+  case MOE__META_BLOCK: return sizeof(float);
+  case MOE__META_GROUP: return sizeof(float) + 1;
+  case MOE__META_E8M0: return 1;
   default: return 0;
   }
 }
@@ -187,18 +231,11 @@ static inline size_t moe__panel_bytes(moe_precision p, int64_t kred, int32_t kgr
   int64_t kpad = moe__cdiv(kred, moe__kr(p)) * moe__kr(p);
   int64_t ng = kgroup ? moe__cdiv(kred, kgroup) : 0;
   if (kred > ((int64_t)1 << 40)) return 0;
-  size_t bytes = (size_t)(kpad / moe__kr(p)) * MOE_NR * moe__cell_bytes(p);
-  if (p == MOE_PREC_INT8) bytes += MOE_NR * (sizeof(int32_t) + sizeof(float));
-  if (p == MOE_PREC_FP8) bytes += (size_t)ng * MOE_NR * sizeof(float);
-  if (p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16) bytes += (size_t)ng * MOE_NR * (sizeof(float) + 1);
-  if (p == MOE_PREC_MXFP4) bytes += (size_t)ng * MOE_NR;
-  return moe__round_up(bytes, 64);
+  return moe__round_up(moe__codes_offset(p) + (size_t)(kpad / moe__kr(p)) * MOE_NR * moe__cell_bytes(p) +
+                           (size_t)ng * MOE_NR * moe__meta_cell_bytes(p),
+                       64);
 }
 
-/* offset of the codes inside a panel */
-static inline size_t moe__codes_offset(moe_precision p) {
-  return p == MOE_PREC_INT8 ? MOE_NR * (sizeof(int32_t) + sizeof(float)) : 0;
-}
 /* offset of the meta (group scales) inside a panel */
 static inline size_t moe__meta_offset(moe_precision p, int64_t kpad) {
   return moe__codes_offset(p) + (size_t)(kpad / moe__kr(p)) * MOE_NR * moe__cell_bytes(p);
@@ -228,7 +265,7 @@ static inline moe_status moe__plan_pack(const moe_weights *w, moe__pack_plan *pl
   size_t t;
   if (!w) return MOE_ERR_NULL;
   p = w->precision;
-  if ((int)p < 0 || p >= MOE_PREC_COUNT) return MOE_ERR_ARG;
+  if (!moe__precision_valid(p)) return MOE_ERR_ARG;
   if (!moe_precision_compiled(p)) return MOE_ERR_UNSUPPORTED;
   if (w->E < 1 || w->N < 1 || w->K < 1) return MOE_ERR_SHAPE;
   if (w->E > INT32_MAX || w->N > ((int64_t)1 << 31) || w->K > ((int64_t)1 << 31)) return MOE_ERR_OVERFLOW;
@@ -237,12 +274,19 @@ static inline moe_status moe__plan_pack(const moe_weights *w, moe__pack_plan *pl
   pl->block_n = w->block_n ? w->block_n : 128;
   pl->block_k = w->block_k ? w->block_k : 128;
   pl->group = w->group ? w->group : 128;
-  if (p == MOE_PREC_INT8 && (!w->w13_scale || !w->w2_scale)) return MOE_ERR_DESCRIPTOR;
-  if (p == MOE_PREC_FP8 && (!w->w13_scale || !w->w2_scale)) return MOE_ERR_DESCRIPTOR;
-  if ((p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16) &&
-      (!w->w13_scale || !w->w2_scale || !w->w13_zero || !w->w2_zero || pl->group % 32 != 0))
-    return MOE_ERR_DESCRIPTOR;
-  if (p == MOE_PREC_MXFP4 && (!w->w13_e8m0 || !w->w2_e8m0)) return MOE_ERR_DESCRIPTOR;
+  switch (moe__meta_of(p)) { /* the scales each layout needs */
+  case MOE__META_CHANNEL:
+  case MOE__META_BLOCK:
+    if (!w->w13_scale || !w->w2_scale) return MOE_ERR_DESCRIPTOR;
+    break;
+  case MOE__META_GROUP:
+    if (!w->w13_scale || !w->w2_scale || !w->w13_zero || !w->w2_zero || pl->group % 32 != 0) return MOE_ERR_DESCRIPTOR;
+    break;
+  case MOE__META_E8M0:
+    if (!w->w13_e8m0 || !w->w2_e8m0) return MOE_ERR_DESCRIPTOR;
+    break;
+  default: break;
+  }
   pl->kr = moe__kr(p);
   pl->k13_pad = moe__cdiv(w->K, pl->kr) * pl->kr;
   pl->k2_pad = moe__cdiv(w->N, pl->kr) * pl->kr;
@@ -283,13 +327,13 @@ static inline uint8_t moe__nibble(const uint8_t *row, int64_t k) { return (uint8
 
 /* Writes the code of (column n, reduction index k) into a panel's code area. */
 static inline void moe__put_code(moe_precision p, uint8_t *codes, int32_t n, int64_t k, uint32_t code) {
-  int32_t kr = moe__kr(p);
+  int32_t kr = moe__kr(p), bits = moe__code_bits(moe__traits(p)->code);
   size_t cell = ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
   int32_t sub = (int32_t)(k % kr);
-  if (p == MOE_PREC_BF16 || p == MOE_PREC_FP16) {
+  if (bits == 16) {
     uint16_t v = (uint16_t)code;
     memcpy(codes + cell + 2 * (size_t)sub, &v, 2);
-  } else if (moe__is_4bit(p)) {
+  } else if (bits == 4) {
     codes[cell + (size_t)(sub >> 1)] |= (uint8_t)(code << ((sub & 1) * 4));
   } else {
     codes[cell + (size_t)sub] = (uint8_t)code;
@@ -298,18 +342,22 @@ static inline void moe__put_code(moe_precision p, uint8_t *codes, int32_t n, int
 
 /* Plain code of element (row r, col k), converted to its packed form (FP16 -> bf16 bits). */
 static inline uint32_t moe__plain_code(const moe__plain_mat *m, int64_t r, int64_t k) {
-  if (m->p == MOE_PREC_BF16 || m->p == MOE_PREC_FP16) {
+  moe__code plain = moe__traits(m->p)->plain;
+  int32_t bits = moe__code_bits(plain);
+  if (bits == 16) {
     uint16_t v;
     memcpy(&v, (const uint8_t *)m->codes + 2 * (size_t)(r * m->cols + k), 2);
-    return m->p == MOE_PREC_FP16 ? moe_f32_to_bf16(moe_f16_to_f32(v)) : v;
+    return plain == MOE__CODE_F16 ? moe_f32_to_bf16(moe_f16_to_f32(v)) : v;
   }
-  if (moe__is_4bit(m->p)) return moe__nibble((const uint8_t *)m->codes + (size_t)r * (size_t)((m->cols + 1) / 2), k);
+  if (bits == 4) return moe__nibble((const uint8_t *)m->codes + (size_t)r * (size_t)((m->cols + 1) / 2), k);
   return ((const uint8_t *)m->codes)[r * m->cols + k];
 }
 
-/* Packs rows [r0, r0 + nv) of m (nv <= 32) into one panel (zeroed first). */
+/* Packs rows [r0, r0 + nv) of m (nv <= 32) into one panel (zeroed first). Padded k get the code
+ * that decodes to 0: zero, or for GROUP the last group's zero point. */
 static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t nv, uint8_t *panel, size_t bytes) {
   moe_precision p = m->p;
+  moe__meta meta_kind = moe__meta_of(p);
   int32_t kr = moe__kr(p);
   int64_t kpad = moe__cdiv(m->cols, kr) * kr;
   int64_t ng = m->kgroup ? moe__cdiv(m->cols, m->kgroup) : 0;
@@ -321,20 +369,20 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
     for (int64_t k = 0; k < kpad; k++) {
       uint32_t code = 0;
       if (k < m->cols) code = moe__plain_code(m, r, k);
-      else if (p == MOE_PREC_INT4_W4A8 || p == MOE_PREC_INT4_W4A16) code = m->zero[r * ng + ng - 1];
+      else if (meta_kind == MOE__META_GROUP) code = m->zero[r * ng + ng - 1];
       moe__put_code(p, codes, n, k, code);
-      if (p == MOE_PREC_INT8) sum += (int8_t)code;
+      if (meta_kind == MOE__META_CHANNEL) sum += (int8_t)code;
     }
-    if (p == MOE_PREC_INT8) {
+    if (meta_kind == MOE__META_CHANNEL) {
       int32_t comp = 128 * sum;
       memcpy(panel + 4 * (size_t)n, &comp, 4);
       memcpy(panel + MOE_NR * 4 + 4 * (size_t)n, &m->scale[r], 4);
     }
     for (int64_t g = 0; g < ng; g++) {
       size_t cell = (size_t)g * MOE_NR + (size_t)n;
-      if (p == MOE_PREC_FP8)
+      if (meta_kind == MOE__META_BLOCK)
         memcpy(meta + 4 * cell, &m->scale[(r / m->bn) * ng + g], 4);
-      else if (p == MOE_PREC_MXFP4)
+      else if (meta_kind == MOE__META_E8M0)
         meta[cell] = m->e8m0[r * ng + g];
       else {
         memcpy(meta + 4 * cell, &m->scale[r * ng + g], 4);
@@ -347,7 +395,7 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
 /* The plain matrix of expert e: which = 13 (W13, 2N x K) or 2 (W2, K x N). */
 static inline moe__plain_mat moe__plain_of(const moe_weights *w, const moe__pack_plan *pl, int which, int64_t e) {
   moe__plain_mat m;
-  size_t esz = moe__is_4bit(w->precision) ? 0 : (w->precision == MOE_PREC_BF16 || w->precision == MOE_PREC_FP16 ? 2 : 1);
+  size_t esz = (size_t)moe__code_bits(moe__traits(w->precision)->plain) / 8; /* 0: two codes per byte */
   int64_t ng;
   m.p = w->precision;
   m.rows = which == 13 ? 2 * w->N : w->K;
@@ -362,7 +410,8 @@ static inline moe__plain_mat moe__plain_of(const moe_weights *w, const moe__pack
   }
   {
     const float *s = which == 13 ? w->w13_scale : w->w2_scale;
-    int64_t per_e = m.p == MOE_PREC_INT8 ? m.rows : m.p == MOE_PREC_FP8 ? moe__cdiv(m.rows, m.bn) * ng : m.rows * ng;
+    moe__meta kind = moe__meta_of(m.p);
+    int64_t per_e = kind == MOE__META_CHANNEL ? m.rows : kind == MOE__META_BLOCK ? moe__cdiv(m.rows, m.bn) * ng : m.rows * ng;
     m.scale = s ? s + e * per_e : NULL;
   }
   m.zero = (which == 13 ? w->w13_zero : w->w2_zero);
@@ -437,47 +486,52 @@ static inline float moe__act(moe_activation act, float g, float u, float alpha, 
 /* ---- scalar reference kernels ------------------------------------------------------------------ */
 /* Codes of column n for k in [k0, k0 + kn) of a panel's code area: decoded values (A16, before
  * the group scale and zero point) or signed integers (A8). One cell (KR codes) at a time. */
-static inline float moe__code_a16(moe_precision p, const uint8_t *cell, int32_t sub) {
-  if (p == MOE_PREC_FP8) return moe_e4m3_to_f32(cell[sub]);
-  if (moe__is_4bit(p)) {
-    uint8_t q = (uint8_t)((cell[sub >> 1] >> ((sub & 1) * 4)) & 15);
-    return p == MOE_PREC_MXFP4 ? moe_e2m1_to_f32(q) : (float)q;
-  }
-  {
+static inline float moe__code_a16(moe__code code, const uint8_t *cell, int32_t sub) {
+  switch (code) {
+  case MOE__CODE_E4M3: return moe_e4m3_to_f32(cell[sub]);
+  case MOE__CODE_U4: return (float)((cell[sub >> 1] >> ((sub & 1) * 4)) & 15);
+  case MOE__CODE_E2M1: return moe_e2m1_to_f32((uint8_t)((cell[sub >> 1] >> ((sub & 1) * 4)) & 15));
+  default: {
     uint16_t v;
     memcpy(&v, cell + 2 * sub, 2);
     return moe_bf16_to_f32(v);
   }
+  }
 }
-static inline int32_t moe__code_a8(moe_precision p, const uint8_t *cell, int32_t sub) {
-  if (p == MOE_PREC_INT8) return (int8_t)cell[sub];
+static inline int32_t moe__code_a8(moe__code code, const uint8_t *cell, int32_t sub) {
+  if (code == MOE__CODE_I8) return (int8_t)cell[sub];
   return (cell[sub >> 1] >> ((sub & 1) * 4)) & 15;
 }
 static inline void moe__decode_a16(moe_precision p, const uint8_t *codes, int32_t n, int64_t k0, int64_t kn, float *w) {
   int32_t kr = moe__kr(p);
+  moe__code code = moe__traits(p)->code;
   for (int64_t k = k0; k < k0 + kn;) {
     const uint8_t *cell = codes + ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
-    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a16(p, cell, sub);
+    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a16(code, cell, sub);
   }
 }
 static inline void moe__decode_a8(moe_precision p, const uint8_t *codes, int32_t n, int64_t k0, int64_t kn, int32_t *w) {
   int32_t kr = moe__kr(p);
+  moe__code code = moe__traits(p)->code;
   for (int64_t k = k0; k < k0 + kn;) {
-    const uint8_t *cell = codes + ((size_t)(k / kr) * MOE_NR + (size_t)n) * 4;
-    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a8(p, cell, sub);
+    const uint8_t *cell = codes + ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
+    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a8(code, cell, sub);
   }
 }
 
-/* The group scale of (group g, column n) from a panel's meta, and the int4 zero point. */
+/* The group scale of (group g, column n) from a panel's meta, and the GROUP zero point. */
 static inline float moe__group_scale(moe_precision p, const uint8_t *meta, int64_t g, int32_t n) {
   size_t cell = (size_t)g * MOE_NR + (size_t)n;
   float s;
-  if (p == MOE_PREC_MXFP4) return moe_e8m0_to_f32(meta[cell]);
+  if (moe__meta_of(p) == MOE__META_E8M0) return moe_e8m0_to_f32(meta[cell]);
   memcpy(&s, meta + 4 * cell, 4);
   return s;
 }
+static inline int32_t moe__group_zero(moe_precision p, const uint8_t *meta, int64_t ng, int64_t g, int32_t n) {
+  return moe__meta_of(p) == MOE__META_GROUP ? meta[(size_t)ng * MOE_NR * 4 + (size_t)g * MOE_NR + (size_t)n] : 0;
+}
 
-/* One column's view of a panel for the scalar kernels. */
+/* k per decode chunk of the scalar kernels */
 #define MOE__CHUNK 256
 
 /* acc[m][n] (n < nr) = dequantized dot product of row m with column n of one panel for the A16
@@ -493,7 +547,7 @@ static inline void moe__dot_a16_scalar(moe_precision p, const moe_gemm_args *g, 
     for (int64_t gi = 0; gi < ng; gi++) {
       int64_t k1 = (gi + 1) * kg < g->kred ? (gi + 1) * kg : g->kred;
       float scale = g->kgroup ? moe__group_scale(p, meta, gi, n) : 1.0f;
-      float zero = (p == MOE_PREC_INT4_W4A16) ? (float)meta[(size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + (size_t)n] : 0.0f;
+      float zero = (float)moe__group_zero(p, meta, ng, gi, n);
       for (int32_t m = 0; m < g->mr; m++) sum[m] = 0.0f;
       for (int64_t k0 = gi * kg; k0 < k1; k0 += MOE__CHUNK) {
         int64_t kn = k1 - k0 < MOE__CHUNK ? k1 - k0 : MOE__CHUNK;
@@ -522,11 +576,11 @@ static inline void moe__dot_a8_scalar(moe_precision p, const moe_gemm_args *g, c
   int32_t w[MOE__CHUNK], isum[MOE_BLOCK_M];
   for (int32_t n = 0; n < g->nr; n++) {
     float col_scale = 1.0f;
-    if (p == MOE_PREC_INT8) memcpy(&col_scale, panel + MOE_NR * 4 + 4 * (size_t)n, 4);
+    if (moe__meta_of(p) == MOE__META_CHANNEL) memcpy(&col_scale, panel + MOE_NR * 4 + 4 * (size_t)n, 4);
     for (int32_t m = 0; m < g->mr; m++) acc[m][n] = 0.0f;
     for (int64_t gi = 0; gi < ng; gi++) {
       int64_t k1 = (gi + 1) * kg < g->kred ? (gi + 1) * kg : g->kred;
-      int32_t zero = p == MOE_PREC_INT4_W4A8 ? meta[(size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + (size_t)n] : 0;
+      int32_t zero = moe__group_zero(p, meta, ng, gi, n);
       for (int32_t m = 0; m < g->mr; m++) isum[m] = 0;
       for (int64_t k0 = gi * kg; k0 < k1; k0 += MOE__CHUNK) {
         int64_t kn = k1 - k0 < MOE__CHUNK ? k1 - k0 : MOE__CHUNK;
@@ -540,7 +594,7 @@ static inline void moe__dot_a8_scalar(moe_precision p, const moe_gemm_args *g, c
         }
       }
       for (int32_t m = 0; m < g->mr; m++)
-        acc[m][n] += p == MOE_PREC_INT8 ? (float)isum[m] : (float)isum[m] * moe__group_scale(p, meta, gi, n);
+        acc[m][n] += g->kgroup ? (float)isum[m] * moe__group_scale(p, meta, gi, n) : (float)isum[m];
     }
     for (int32_t m = 0; m < g->mr; m++) acc[m][n] = acc[m][n] * g->a_scale[m] * col_scale;
   }
@@ -586,16 +640,17 @@ static inline void moe__gemm2_scalar(moe_precision p, const moe_gemm_args *g) {
   }
 }
 
-/* The named scalar microkernels: <activations>_<weights>_gemm{1,2}_ukernel_<MR>x<NR>c<KR>__scalar. */
-#define MOE__SCALAR_UKERNELS(inw, tile, prec)                                                                    \
-  static inline void moe_##inw##_gemm1_ukernel_##tile##__scalar(const moe_gemm_args *g) { moe__gemm1_scalar(prec, g); } \
-  static inline void moe_##inw##_gemm2_ukernel_##tile##__scalar(const moe_gemm_args *g) { moe__gemm2_scalar(prec, g); }
-MOE__SCALAR_UKERNELS(bf16_bf16w, mx32c2, MOE_PREC_BF16)
-MOE__SCALAR_UKERNELS(qu8_qc8w, mx32c4, MOE_PREC_INT8)
-MOE__SCALAR_UKERNELS(bf16_fp8w, mx32c2, MOE_PREC_FP8)
-MOE__SCALAR_UKERNELS(qu8_qc4w, mx32c8, MOE_PREC_INT4_W4A8)
-MOE__SCALAR_UKERNELS(bf16_qc4w, mx32c8, MOE_PREC_INT4_W4A16)
-MOE__SCALAR_UKERNELS(bf16_mxfp4w, mx32c8, MOE_PREC_MXFP4)
+/* The named scalar microkernels: <activations>_<weights>_gemm{1,2}_ukernel_<MR>x<NR>c<KR>__scalar,
+ * any MR up to MOE_BLOCK_M. */
+#define MOE__SCALAR_UKERNELS(inw, kr, prec)                                                                        \
+  static inline void moe_##inw##_gemm1_ukernel_32x32c##kr##__scalar(const moe_gemm_args *g) { moe__gemm1_scalar(prec, g); } \
+  static inline void moe_##inw##_gemm2_ukernel_32x64c##kr##__scalar(const moe_gemm_args *g) { moe__gemm2_scalar(prec, g); }
+MOE__SCALAR_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
+MOE__SCALAR_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
+MOE__SCALAR_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8)
+MOE__SCALAR_UKERNELS(qu8_qc4w, 8, MOE_PREC_INT4_W4A8)
+MOE__SCALAR_UKERNELS(bf16_qc4w, 8, MOE_PREC_INT4_W4A16)
+MOE__SCALAR_UKERNELS(bf16_mxfp4w, 8, MOE_PREC_MXFP4)
 #undef MOE__SCALAR_UKERNELS
 
 /* ---- CPU features ------------------------------------------------------------------------------ */
@@ -615,35 +670,28 @@ static inline uint64_t moe__xgetbv(void) {
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return ((uint64_t)hi << 32) | lo;
 }
-/* Linux gives AMX tile state to a process only on request (ARCH_REQ_XCOMP_PERM, XFEATURE 18). */
-static inline int moe__amx_permitted(void) {
-#if defined(__linux__) && defined(__x86_64__) && !defined(MOE_NO_AMX)
-  static int state = 0; /* 0 unknown, 1 granted, -1 refused */
-  if (state == 0) {
-    long ret; /* arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18), syscall 158 */
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
-    state = ret == 0 ? 1 : -1;
-  }
-  return state == 1;
-#else
-  return 0;
-#endif
-}
 #endif
 
-MOE_API uint32_t moe_cpu_features(void) {
+/* CPUID and XCR0, read once (CPUID traps to the hypervisor in VMs). */
+static inline uint32_t moe__detect_features(void) {
   uint32_t f = 0;
 #if defined(MOE__X86) && (defined(__GNUC__) || defined(__clang__))
-  uint32_t r[4], r1[4], max_leaf;
+  uint32_t r[4], r1[4], l1[4], max_leaf;
   uint64_t xcr0;
   moe__cpuid(0, 0, r);
   max_leaf = r[0];
-  moe__cpuid(1, 0, r);
-  if (max_leaf < 7 || !(r[2] & (1u << 27))) return 0; /* no OSXSAVE: no XGETBV */
+  moe__cpuid(1, 0, l1);
+  if (max_leaf < 7 || !(l1[2] & (1u << 27))) return 0; /* no OSXSAVE: no XGETBV */
   xcr0 = moe__xgetbv();
   moe__cpuid(7, 0, r);
   moe__cpuid(7, 1, r1);
-  if ((xcr0 & 0xE6) == 0xE6) { /* SSE, AVX, opmask, ZMM state enabled by the OS */
+  if ((xcr0 & 0x6) == 0x6) { /* SSE and AVX state enabled by the OS */
+    if (r[1] & (1u << 5)) f |= MOE_CPU_AVX2;
+    if (l1[2] & (1u << 12)) f |= MOE_CPU_FMA;
+    if (l1[2] & (1u << 29)) f |= MOE_CPU_F16C;
+    if (r1[0] & (1u << 4)) f |= MOE_CPU_AVX_VNNI;
+  }
+  if ((xcr0 & 0xE6) == 0xE6) { /* and the opmask and ZMM state */
     if (r[1] & (1u << 16)) f |= MOE_CPU_AVX512F;
     if (r[1] & (1u << 17)) f |= MOE_CPU_AVX512DQ;
     if (r[1] & (1u << 30)) f |= MOE_CPU_AVX512BW;
@@ -651,13 +699,42 @@ MOE_API uint32_t moe_cpu_features(void) {
     if (r[2] & (1u << 11)) f |= MOE_CPU_AVX512VNNI;
     if (r1[0] & (1u << 5)) f |= MOE_CPU_AVX512BF16;
   }
-  if ((r[3] & (1u << 24)) && (xcr0 & 0x60000) == 0x60000 && moe__amx_permitted()) {
+  if ((r[3] & (1u << 24)) && (xcr0 & 0x60000) == 0x60000) { /* tile config and data state */
     f |= MOE_CPU_AMX_TILE;
     if (r[3] & (1u << 25)) f |= MOE_CPU_AMX_INT8;
     if (r[3] & (1u << 22)) f |= MOE_CPU_AMX_BF16;
   }
 #endif
   return f;
+}
+
+MOE_API uint32_t moe_cpu_features(void) {
+  static uint32_t cached = 0; /* bit 31 marks "detected"; racing first calls store the same value */
+  uint32_t f = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (!(f & 0x80000000u)) {
+    f = moe__detect_features() | 0x80000000u;
+    __atomic_store_n(&cached, f, __ATOMIC_RELAXED);
+  }
+  return f & 0x7FFFFFFFu;
+}
+
+/* Linux gives AMX tile state to a process only on request (arch_prctl ARCH_REQ_XCOMP_PERM = 0x1023,
+ * XFEATURE_XTILEDATA = 18; syscall 158). */
+MOE_API int moe_amx_request(void) {
+#if defined(__linux__) && defined(__x86_64__) && !defined(MOE_NO_AMX) && (defined(__GNUC__) || defined(__clang__))
+  static int state = 0; /* 0 unknown, 1 granted, -1 refused or no AMX */
+  int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+  if (s == 0) {
+    long ret = -1;
+    if (moe_cpu_features() & MOE_CPU_AMX_TILE)
+      __asm__ volatile("syscall" : "=a"(ret) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    s = ret == 0 ? 1 : -1;
+    __atomic_store_n(&state, s, __ATOMIC_RELEASE);
+  }
+  return s == 1;
+#else
+  return 0;
+#endif
 }
 
 /* ---- AVX-512 kernels ----------------------------------------------------------------------------
@@ -667,6 +744,14 @@ MOE_API uint32_t moe_cpu_features(void) {
 #if defined(MOE__X86) && !defined(MOE_NO_AVX512) && (defined(__GNUC__) || defined(__clang__))
 #define MOE__HAVE_AVX512 1
 #include <immintrin.h>
+/* GCC 12's own avx512fintrin.h initialises _mm512_undefined_*() with itself, which g++ reports
+ * as -Wuninitialized wherever the intrinsics are inlined (GCC PR 105593, fixed in GCC 13). */
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define MOE__GCC_DIAG_PUSHED 1
+#endif
 
 #define MOE__T_BASE "avx512f,avx512bw,avx512vl,avx512dq"
 #define MOE__AVX512_BASE __attribute__((target(MOE__T_BASE))) static inline
@@ -1000,12 +1085,12 @@ MOE__TILE_FNS12(MOE__AVX512_VNNI_FN, moe__qc8_gemm2_tile)
 /* gemm1 tiles: 5 rows x (32 gate + 32 up) columns. gemm2: 5 rows x 64 columns (two panels) while
  * nr > 32, else 12 rows x 32 columns. */
 MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES5(moe__bf16_gemm1_tile, g) }
-MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_5x32c2__avx512bf16(const moe_gemm_args *g) {
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16(const moe_gemm_args *g) {
   if (g->nr > MOE_NR) { MOE__TILES5(moe__bf16_gemm2x2_tile, g) }
   else { MOE__TILES12(moe__bf16_gemm2_tile, g) }
 }
 MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES5(moe__qc8_gemm1_tile, g) }
-MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) {
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(const moe_gemm_args *g) {
   if (g->nr > MOE_NR) { MOE__TILES5(moe__qc8_gemm2x2_tile, g) }
   else { MOE__TILES12(moe__qc8_gemm2_tile, g) }
 }
@@ -1069,117 +1154,163 @@ MOE__AVX512_BASE void moe__add_row_avx512(float *acc, const float *y, int64_t n)
     _mm512_mask_storeu_ps(acc + i, mk, _mm512_add_ps(_mm512_maskz_loadu_ps(mk, acc + i), _mm512_maskz_loadu_ps(mk, y + i)));
   }
 }
+#ifdef MOE__GCC_DIAG_PUSHED
+#pragma GCC diagnostic pop
+#undef MOE__GCC_DIAG_PUSHED
+#endif
 #endif /* AVX-512 */
 
-/* ---- dispatch ------------------------------------------------------------------------------- */
-static inline int *moe__isa_cap(void) {
-  static int cap = MOE_ISA_COUNT - 1;
-  return &cap;
+/* ---- tiers ---------------------------------------------------------------------------------------
+ * X(tier, name, rank): rank orders the tiers by preference; moe_set_isa() caps by it. */
+#define MOE__ISA_LIST(X)                                                                          \
+  X(MOE_ISA_SCALAR, "scalar", 0)                                                                  \
+  X(MOE_ISA_AVX2, "avx2", 1)                                                                      \
+  X(MOE_ISA_AVX_VNNI, "avx-vnni", 2)                                                              \
+  X(MOE_ISA_AVX512, "avx512", 3)                                                                  \
+  X(MOE_ISA_AMX, "amx", 4)
+
+static inline int moe__isa_valid(moe_isa isa) { return (int)isa >= 0 && (int)isa < (int)MOE_ISA_COUNT; }
+static inline int moe__isa_rank(moe_isa isa) {
+  switch (isa) {
+#define MOE__ISA_RANK(tier, name, rank) case tier: return rank;
+    MOE__ISA_LIST(MOE__ISA_RANK)
+#undef MOE__ISA_RANK
+  default: return -1;
+  }
 }
 
 MOE_API const char *moe_isa_name(moe_isa isa) {
   switch (isa) {
-  case MOE_ISA_SCALAR: return "scalar";
-  case MOE_ISA_AVX512: return "avx512";
-  case MOE_ISA_AMX: return "amx";
+#define MOE__ISA_NAME(tier, name, rank) case tier: return name;
+    MOE__ISA_LIST(MOE__ISA_NAME)
+#undef MOE__ISA_NAME
   default: return "unknown";
   }
 }
 
-/* Compile-time pruning: a precision removed by MOE_NO_* gets an empty entry (its kernels are never
- * referenced, so they are not compiled in). */
-#define MOE__NONE {NULL, NULL, 0, MOE_ISA_SCALAR, NULL}
-#ifndef MOE_NO_BF16
+MOE_API moe_isa moe_isa_from_name(const char *name) {
+  for (int i = 0; name && i < (int)MOE_ISA_COUNT; i++)
+    if (strcmp(name, moe_isa_name((moe_isa)i)) == 0) return (moe_isa)i;
+  return MOE_ISA_COUNT;
+}
+
+/* ---- THE KERNEL LIST -----------------------------------------------------------------------------
+ * One row per kernel pair. Adding a kernel is one row here plus its two functions: dispatch,
+ * moe_gemm_config_for, moe_kernel_at and everything that enumerates kernels (tests/test_kernels.c,
+ * bench/bench_kernels.c) read this list.
+ *   X(precision, tier, family, gemm1 tile, gemm2 tiles, isa suffix, MR, NR, KR, MR2, NR2, features, dot)
+ * names: moe_<family>_gemm1_ukernel_<gemm1 tile>__<suffix>, moe_<family>_gemm2_ukernel_<gemm2 tiles>__<suffix>.
+ * Rows of a precision or tier compiled out vanish (MOE__IF_*). */
+#define MOE__AVX512_BF16_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)
+#define MOE__AVX512_VNNI_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)
+#define MOE__KERNEL_LIST(X)                                                                                        \
+  MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
+  MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
+  MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_SCALAR, qu8_qc8w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar"))    \
+  MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_SCALAR, bf16_fp8w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))     \
+  MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_SCALAR, qu8_qc4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
+  MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_SCALAR, bf16_qc4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
+  MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_SCALAR, bf16_mxfp4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
+  MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
+                                5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
+  MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
+                                5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
+  MOE__IF_AVX512(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX512, qu8_qc8w, 5x32c4, 5x64c4_12x32c4, avx512vnni,            \
+                                5, 32, 4, 5, 64, MOE__AVX512_VNNI_FEATURES, "vpdpbusd")))
+
+#if MOE__ON_BF16
 #define MOE__IF_BF16(x) x
 #else
-#define MOE__IF_BF16(x) MOE__NONE
+#define MOE__IF_BF16(x)
 #endif
-#ifndef MOE_NO_INT8
+#if MOE__ON_INT8
 #define MOE__IF_INT8(x) x
 #else
-#define MOE__IF_INT8(x) MOE__NONE
+#define MOE__IF_INT8(x)
 #endif
-#ifndef MOE_NO_FP8
+#if MOE__ON_FP8
 #define MOE__IF_FP8(x) x
 #else
-#define MOE__IF_FP8(x) MOE__NONE
+#define MOE__IF_FP8(x)
 #endif
-#ifndef MOE_NO_INT4
+#if MOE__ON_INT4
 #define MOE__IF_INT4(x) x
 #else
-#define MOE__IF_INT4(x) MOE__NONE
+#define MOE__IF_INT4(x)
 #endif
-#ifndef MOE_NO_MXFP4
+#if MOE__ON_MXFP4
 #define MOE__IF_MXFP4(x) x
 #else
-#define MOE__IF_MXFP4(x) MOE__NONE
+#define MOE__IF_MXFP4(x)
 #endif
-#define MOE__CFG(inw, tile, suffix, isa, feat)                                                          \
-  {moe_##inw##_gemm1_ukernel_##tile##__##suffix, moe_##inw##_gemm2_ukernel_##tile##__##suffix, feat, isa, \
-   "moe_" #inw "_gemm_ukernel_" #tile "__" #suffix}
-static inline const moe_gemm_config *moe__config_table(moe_precision p, moe_isa isa) {
-  static const moe_gemm_config scalar[MOE_PREC_COUNT] = {
-      MOE__IF_BF16(MOE__CFG(bf16_bf16w, mx32c2, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_BF16(MOE__CFG(bf16_bf16w, mx32c2, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_INT8(MOE__CFG(qu8_qc8w, mx32c4, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_FP8(MOE__CFG(bf16_fp8w, mx32c2, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_INT4(MOE__CFG(qu8_qc4w, mx32c8, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_INT4(MOE__CFG(bf16_qc4w, mx32c8, scalar, MOE_ISA_SCALAR, 0)),
-      MOE__IF_MXFP4(MOE__CFG(bf16_mxfp4w, mx32c8, scalar, MOE_ISA_SCALAR, 0))};
 #ifdef MOE__HAVE_AVX512
-  static const moe_gemm_config avx512[MOE_PREC_COUNT] = {
-      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 5x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
-      MOE__IF_BF16(MOE__CFG(bf16_bf16w, 5x32c2, avx512bf16, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)),
-      MOE__IF_INT8(MOE__CFG(qu8_qc8w, 5x32c4, avx512vnni, MOE_ISA_AVX512, MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)),
-      MOE__NONE, MOE__NONE, MOE__NONE, MOE__NONE};
+#define MOE__IF_AVX512(x) x
+#else
+#define MOE__IF_AVX512(x)
 #endif
-  const moe_gemm_config *c = NULL;
-  if ((int)p < 0 || p >= MOE_PREC_COUNT) return NULL;
-  if (isa == MOE_ISA_SCALAR) c = &scalar[p];
-#ifdef MOE__HAVE_AVX512
-  if (isa == MOE_ISA_AVX512) c = &avx512[p];
-#endif
-  return c && c->gemm1 ? c : NULL;
+
+#define MOE__KERNEL_ROW(prec, tier, fam, tile1, tile2, sfx, mr, nr, kr, mr2, nr2, feat, dot)                   \
+  {moe_##fam##_gemm1_ukernel_##tile1##__##sfx, moe_##fam##_gemm2_ukernel_##tile2##__##sfx, feat, tier,            \
+   "moe_" #fam "_gemm_ukernel_" #tile1 "__" #sfx, prec, mr, nr, kr, mr2, nr2,                                     \
+   "moe_" #fam "_gemm1_ukernel_" #tile1 "__" #sfx, "moe_" #fam "_gemm2_ukernel_" #tile2 "__" #sfx, dot},
+static const moe_gemm_config moe__kernels[] = {MOE__KERNEL_LIST(MOE__KERNEL_ROW)};
+#undef MOE__KERNEL_ROW
+
+MOE_API int moe_kernel_count(void) { return (int)(sizeof moe__kernels / sizeof moe__kernels[0]); }
+
+MOE_API const moe_gemm_config *moe_kernel_at(int i) {
+  return i >= 0 && i < moe_kernel_count() ? &moe__kernels[i] : NULL;
 }
-#undef MOE__CFG
+
+MOE_API int moe_kernel_runnable(const moe_gemm_config *k) {
+  if (!k || (k->cpu_features & ~moe_cpu_features())) return 0;
+  return k->isa != MOE_ISA_AMX || moe_amx_request(); /* tiles only with the OS's permission */
+}
 
 MOE_API const moe_gemm_config *moe_gemm_config_for(moe_precision p, moe_isa isa) {
-  const moe_gemm_config *c = moe__config_table(p, isa);
-  if (!c || (c->cpu_features & ~moe_cpu_features())) return NULL;
-  return c;
-}
-
-MOE_API const moe_gemm_config *moe_gemm_select(moe_precision p) {
-  for (int isa = *moe__isa_cap(); isa >= MOE_ISA_SCALAR; isa--) {
-    const moe_gemm_config *c = moe_gemm_config_for(p, (moe_isa)isa);
-    if (c) return c;
-  }
+  for (int i = 0; i < moe_kernel_count(); i++)
+    if (moe__kernels[i].precision == p && moe__kernels[i].isa == isa && moe_kernel_runnable(&moe__kernels[i]))
+      return &moe__kernels[i];
   return NULL;
 }
 
-/* The best tier with kernels for some precision on this CPU. */
-static inline moe_isa moe__best_isa(void) {
+/* ---- the tier cap ------------------------------------------------------------------------------ */
+static inline moe_isa *moe__isa_cap(void) {
+  static moe_isa cap = MOE_ISA_AMX; /* the highest rank: no cap */
+  return &cap;
+}
+static inline int moe__isa_allowed(moe_isa isa) { return moe__isa_rank(isa) <= moe__isa_rank(*moe__isa_cap()); }
+
+MOE_API const moe_gemm_config *moe_gemm_select(moe_precision p) {
+  const moe_gemm_config *best = NULL;
+  for (int i = 0; i < moe_kernel_count(); i++) {
+    const moe_gemm_config *k = &moe__kernels[i];
+    if (k->precision == p && moe__isa_allowed(k->isa) && (!best || moe__isa_rank(k->isa) > moe__isa_rank(best->isa)) &&
+        moe_kernel_runnable(k))
+      best = k;
+  }
+  return best;
+}
+
+MOE_API int moe_isa_available(moe_isa isa) {
+  if (isa == MOE_ISA_SCALAR) return 1;
+  for (int i = 0; i < moe_kernel_count(); i++)
+    if (moe__kernels[i].isa == isa && moe_kernel_runnable(&moe__kernels[i])) return 1;
+  return 0;
+}
+
+MOE_API moe_isa moe_get_isa(void) {
   moe_isa best = MOE_ISA_SCALAR;
-  for (int p = 0; p < MOE_PREC_COUNT; p++)
-    for (int isa = MOE_ISA_COUNT - 1; isa > (int)best; isa--)
-      if (moe_gemm_config_for((moe_precision)p, (moe_isa)isa)) best = (moe_isa)isa;
+  for (int i = 0; i < (int)MOE_ISA_COUNT; i++)
+    if (moe__isa_rank((moe_isa)i) > moe__isa_rank(best) && moe__isa_allowed((moe_isa)i) && moe_isa_available((moe_isa)i))
+      best = (moe_isa)i;
   return best;
 }
 
 MOE_API moe_isa moe_set_isa(moe_isa cap) {
-  moe_isa best = moe__best_isa();
-  if ((int)cap < 0) cap = MOE_ISA_SCALAR;
-  if (cap >= MOE_ISA_COUNT) cap = (moe_isa)(MOE_ISA_COUNT - 1);
-  *moe__isa_cap() = cap;
-  return cap < best ? cap : best;
+  *moe__isa_cap() = (int)cap < 0 ? MOE_ISA_SCALAR : moe__isa_valid(cap) ? cap : MOE_ISA_AMX;
+  return moe_get_isa();
 }
-
-MOE_API moe_isa moe_get_isa(void) {
-  moe_isa best = moe__best_isa();
-  moe_isa cap = (moe_isa)*moe__isa_cap();
-  return cap < best ? cap : best;
-}
-
 
 /* ---- row operations of the layer (quantize and convert rows, accumulate), per tier ------------ */
 typedef struct moe__row_ops {
@@ -1199,17 +1330,29 @@ static inline void moe__add_row_scalar(float *acc, const float *y, int64_t n) {
   for (int64_t i = 0; i < n; i++) acc[i] += y[i];
 }
 
-/* The row operations of the current tier: the same bits on every tier. */
-static inline const moe__row_ops *moe__row_ops_get(void) {
+/* The row operations of tier isa, or NULL when it has none here (not compiled, or not this CPU).
+ * Every tier gives the same bits. */
+static inline const moe__row_ops *moe__row_ops_for(moe_isa isa) {
   static const moe__row_ops scalar = {moe_quantize_row_u8, moe__f32_to_bf16_scalar, moe__bf16_to_f32_scalar,
                                       moe__add_row_scalar};
 #ifdef MOE__HAVE_AVX512
   static const moe__row_ops avx512 = {moe__quantize_row_u8_avx512, moe__f32_to_bf16_avx512, moe__bf16_to_f32_avx512,
                                       moe__add_row_avx512};
-  if (*moe__isa_cap() >= MOE_ISA_AVX512 && (moe_cpu_features() & MOE__CPU_AVX512_BASE) == MOE__CPU_AVX512_BASE)
-    return &avx512;
+  if (isa == MOE_ISA_AVX512 && (moe_cpu_features() & MOE__CPU_AVX512_BASE) == MOE__CPU_AVX512_BASE) return &avx512;
 #endif
-  return &scalar;
+  return isa == MOE_ISA_SCALAR ? &scalar : NULL;
+}
+
+/* The row operations of the tier in use: the best tier at or below moe_get_isa() that has them. */
+static inline const moe__row_ops *moe__row_ops_get(void) {
+  const moe__row_ops *best = moe__row_ops_for(MOE_ISA_SCALAR);
+  int rank = 0, top = moe__isa_rank(moe_get_isa());
+  for (int i = 0; i < (int)MOE_ISA_COUNT; i++) {
+    int r = moe__isa_rank((moe_isa)i);
+    const moe__row_ops *ops = r > rank && r <= top ? moe__row_ops_for((moe_isa)i) : NULL;
+    if (ops) best = ops, rank = r;
+  }
+  return best;
 }
 
 #endif /* MOE_GEMM_IMPLEMENTATION_DONE */

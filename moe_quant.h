@@ -62,17 +62,31 @@ typedef enum moe_dtype {
   MOE_F32 = 2
 } moe_dtype;
 
-/* ---- precisions: what the experts' weights are and how the GEMMs compute -------------------- */
-typedef enum moe_precision {
-  MOE_PREC_BF16 = 0,      /* bf16 weights, bf16 activations, f32 accumulation                      */
-  MOE_PREC_FP16 = 1,      /* fp16 weights converted to bf16 at pack time, then as BF16             */
-  MOE_PREC_INT8 = 2,      /* W8A8: int8 per-output-channel weights, per-token int8 activations      */
-  MOE_PREC_FP8 = 3,       /* W8A16: e4m3 weights with f32 block scales, bf16 activations           */
-  MOE_PREC_INT4_W4A8 = 4, /* uint4 weights, per-group zero + f32 scale, per-token int8 activations  */
-  MOE_PREC_INT4_W4A16 = 5,/* the same weights, bf16 activations                                     */
-  MOE_PREC_MXFP4 = 6,     /* e2m1 weights, e8m0 scale per 32 along K, bf16 activations              */
-  MOE_PREC_COUNT = 7
-} moe_precision;
+/* ---- precisions: one list drives the enum, the names, what is compiled in and the packed layout --
+ * Columns: enum, value, name, the plain code and the packed code (BF16, F16, I8, E4M3, U4, E2M1),
+ * KR (k interleave of the packed panels), A8 (activations quantized per token to u8), the scales
+ * beside the codes (NONE; CHANNEL: per output channel; BLOCK: bn x bk blocks; GROUP: scale + zero
+ * point per group along k; E8M0: an exponent per 32 along k), and whether it is compiled in. */
+#define MOE_PRECISION_LIST(X)                                                                         \
+  X(MOE_PREC_BF16, 0, "bf16", BF16, BF16, 2, 0, NONE, MOE__ON_BF16)                                   \
+  X(MOE_PREC_FP16, 1, "fp16", F16, BF16, 2, 0, NONE, MOE__ON_BF16)                                    \
+  X(MOE_PREC_INT8, 2, "int8", I8, I8, 4, 1, CHANNEL, MOE__ON_INT8)                                    \
+  X(MOE_PREC_FP8, 3, "fp8", E4M3, E4M3, 2, 0, BLOCK, MOE__ON_FP8)                                     \
+  X(MOE_PREC_INT4_W4A8, 4, "int4-w4a8", U4, U4, 8, 1, GROUP, MOE__ON_INT4)                            \
+  X(MOE_PREC_INT4_W4A16, 5, "int4-w4a16", U4, U4, 8, 0, GROUP, MOE__ON_INT4)                          \
+  X(MOE_PREC_MXFP4, 6, "mxfp4", E2M1, E2M1, 8, 0, E8M0, MOE__ON_MXFP4)
+
+/* What each precision is (weights, activations, compute):
+ *   bf16        bf16 weights, bf16 activations, f32 accumulation
+ *   fp16        fp16 weights converted to bf16 at pack time, then as bf16
+ *   int8        W8A8: int8 per-output-channel weights, per-token int8 activations
+ *   fp8         W8A16: e4m3 weights with f32 block scales, bf16 activations
+ *   int4-w4a8   uint4 weights, per-group zero + f32 scale, per-token int8 activations
+ *   int4-w4a16  the same weights, bf16 activations
+ *   mxfp4       e2m1 weights, e8m0 scale per 32 along K, bf16 activations */
+#define MOE__PREC_ENUM(e, value, ...) e = value,
+typedef enum moe_precision { MOE_PRECISION_LIST(MOE__PREC_ENUM) MOE_PREC_COUNT = 7 } moe_precision;
+#undef MOE__PREC_ENUM
 
 /* "bf16", "fp16", "int8", "fp8", "int4-w4a8", "int4-w4a16", "mxfp4"; NULL when out of range. */
 MOE_API const char *moe_precision_name(moe_precision p);
@@ -131,8 +145,8 @@ MOE_API void moe_quantize_weight_mxfp4(const float *w, int64_t E, int64_t rows, 
  * the reduction dimension (low nibble first), each row padded to a whole byte. "rows x cols" below
  * is 2N x K for W13 and K x N for W2.                                                              */
 typedef struct moe_weights {
+  int64_t E, N, K;                   /* an integer first: `moe_weights w = {0};` works in C and C++ */
   moe_precision precision;
-  int64_t E, N, K;
   const void *w13, *w2;              /* bf16/fp16: uint16_t; int8: int8_t; fp8: e4m3 bytes;
                                         int4, mxfp4: two codes per byte                           */
   const float *w13_scale, *w2_scale; /* int8 [E, rows]; fp8 [E, ceil(rows/bn), ceil(cols/bk)];
@@ -162,6 +176,48 @@ MOE_API moe_status moe_deinterleave_gate_up(const void *src, void *dst, int64_t 
 /* ==== moe_quant.h implementation ==== */
 #include <math.h>
 #include <string.h>
+
+/* ---- precision traits (one row of MOE_PRECISION_LIST each) ------------------------------------ */
+#ifdef MOE_NO_BF16
+#define MOE__ON_BF16 0
+#else
+#define MOE__ON_BF16 1
+#endif
+#ifdef MOE_NO_INT8
+#define MOE__ON_INT8 0
+#else
+#define MOE__ON_INT8 1
+#endif
+#ifdef MOE_NO_FP8
+#define MOE__ON_FP8 0
+#else
+#define MOE__ON_FP8 1
+#endif
+#ifdef MOE_NO_INT4
+#define MOE__ON_INT4 0
+#else
+#define MOE__ON_INT4 1
+#endif
+#ifdef MOE_NO_MXFP4
+#define MOE__ON_MXFP4 0
+#else
+#define MOE__ON_MXFP4 1
+#endif
+
+/* Code formats: bits per code are 16 (BF16, F16), 8 (I8, E4M3) or 4 (U4, E2M1, two per byte). */
+typedef enum moe__code { MOE__CODE_BF16, MOE__CODE_F16, MOE__CODE_I8, MOE__CODE_E4M3, MOE__CODE_U4, MOE__CODE_E2M1 } moe__code;
+typedef enum moe__meta { MOE__META_NONE, MOE__META_CHANNEL, MOE__META_BLOCK, MOE__META_GROUP, MOE__META_E8M0 } moe__meta;
+typedef struct moe__prec_traits {
+  const char *name;
+  moe__code plain, code; /* the checkpoint's code and the packed one (fp16 is packed as bf16)  */
+  int32_t kr;            /* k interleave of the packed panels                                   */
+  int a8;                /* activations quantized per token to u8                               */
+  moe__meta meta;        /* the scales beside the codes                                         */
+  int compiled;
+} moe__prec_traits;
+static inline int32_t moe__code_bits(moe__code c) {
+  return c == MOE__CODE_BF16 || c == MOE__CODE_F16 ? 16 : c == MOE__CODE_U4 || c == MOE__CODE_E2M1 ? 4 : 8;
+}
 
 /* ---- private helpers ------------------------------------------------------------------------- */
 static inline uint32_t moe__f32_bits(float f) {
@@ -215,50 +271,19 @@ MOE_API const char *moe_status_str(moe_status s) {
   return "unknown status";
 }
 
-MOE_API const char *moe_precision_name(moe_precision p) {
-  static const char *const names[MOE_PREC_COUNT] = {"bf16",      "fp16",       "int8", "fp8",
-                                                     "int4-w4a8", "int4-w4a16", "mxfp4"};
-  return ((int)p >= 0 && (int)p < (int)MOE_PREC_COUNT) ? names[(int)p] : NULL;
+/* The traits of every precision, from MOE_PRECISION_LIST. */
+static inline const moe__prec_traits *moe__traits(moe_precision p) {
+#define MOE__TRAITS_ROW(e, value, name, plain, code, kr, a8, meta, on) \
+  {name, MOE__CODE_##plain, MOE__CODE_##code, kr, a8, MOE__META_##meta, on},
+  static const moe__prec_traits table[MOE_PREC_COUNT] = {MOE_PRECISION_LIST(MOE__TRAITS_ROW)};
+#undef MOE__TRAITS_ROW
+  return &table[(int)p];
 }
+static inline int moe__precision_valid(moe_precision p) { return (int)p >= 0 && (int)p < (int)MOE_PREC_COUNT; }
 
-MOE_API int moe_precision_compiled(moe_precision p) {
-  switch (p) {
-  case MOE_PREC_BF16:
-  case MOE_PREC_FP16:
-#ifdef MOE_NO_BF16
-    return 0;
-#else
-    return 1;
-#endif
-  case MOE_PREC_INT8:
-#ifdef MOE_NO_INT8
-    return 0;
-#else
-    return 1;
-#endif
-  case MOE_PREC_FP8:
-#ifdef MOE_NO_FP8
-    return 0;
-#else
-    return 1;
-#endif
-  case MOE_PREC_INT4_W4A8:
-  case MOE_PREC_INT4_W4A16:
-#ifdef MOE_NO_INT4
-    return 0;
-#else
-    return 1;
-#endif
-  case MOE_PREC_MXFP4:
-#ifdef MOE_NO_MXFP4
-    return 0;
-#else
-    return 1;
-#endif
-  default:
-    return 0;
-  }
-}
+MOE_API const char *moe_precision_name(moe_precision p) { return moe__precision_valid(p) ? moe__traits(p)->name : NULL; }
+
+MOE_API int moe_precision_compiled(moe_precision p) { return moe__precision_valid(p) && moe__traits(p)->compiled; }
 
 /* ---- bf16 and fp16 ---------------------------------------------------------------------------- */
 MOE_API uint16_t moe_f32_to_bf16(float f) {

@@ -22,9 +22,9 @@ typedef enum moe_route_kind {
 
 /* Zero-initialised means: softmax, no renormalize, routed scaling factor 1, one group. */
 typedef struct moe_router {
-  moe_route_kind kind;
-  int32_t E;                     /* experts, 1..1024                                               */
+  int32_t E;                     /* experts, 1..1024 (an integer first: `= {0}` works in C and C++) */
   int32_t topk;                  /* 1..E                                                           */
+  moe_route_kind kind;
   int32_t n_group;               /* grouped variants: groups (0 means 1); must divide E            */
   int32_t topk_group;            /* grouped variants: groups kept (0 means all)                    */
   int32_t renormalize;           /* nonzero: divide the chosen weights by their sum                */
