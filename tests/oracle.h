@@ -19,7 +19,7 @@
  * the tests also check moe_deinterleave_gate_up.
  *
  * Below the oracle, for the tests (with test_util.h included first): test data makers (random codes
- * and scales per precision, x, routing), orc_rel_err, and with ORC_WANT_POOL a pthread pool for
+ * and scales per precision, x), orc_rel_err, and with ORC_WANT_POOL a pthread pool for
  * moe_parallel. None of them calls the library.
  */
 #ifndef MOE_TEST_ORACLE_H
@@ -371,7 +371,7 @@ static inline void orc_store(moe_dtype t, void *dst, int64_t i, double v) {
 }
 
 /* x [M, ld] of type t: N(0, 1) values (never zero); the gaps between rows hold NaN */
-static inline void *orc_make_x(moe_dtype t, int64_t M, int64_t K, int64_t ld, test_rng *r) {
+static inline void *orc_make_x(moe_dtype t, int64_t M, int64_t K, int64_t ld, kit_rng *r) {
   size_t es = orc_dtype_size(t);
   void *x = test_malloc(es * (size_t)(M * ld + 1));
   test_poison(x, es * (size_t)(M * ld + 1));
@@ -379,27 +379,11 @@ static inline void *orc_make_x(moe_dtype t, int64_t M, int64_t K, int64_t ld, te
     for (int64_t k = 0; k < K; k++) {
       double v;
       do {
-        orc_store(t, x, m * ld + k, test_normal(r));
+        orc_store(t, x, m * ld + k, kit_normal(r));
         v = orc_x(t, x, m * ld + k);
       } while (v == 0);
     }
   return x;
-}
-
-/* distinct ids per token from [0, n_ids) (a partial random permutation), weights in [0.1, 1) */
-static inline void orc_make_routing(int64_t M, int32_t topk, int32_t n_ids, test_rng *r, float *w, int32_t *ids) {
-  int32_t *perm = (int32_t *)test_malloc(sizeof(int32_t) * (size_t)n_ids);
-  for (int64_t m = 0; m < M; m++) {
-    for (int32_t i = 0; i < n_ids; i++) perm[i] = i;
-    for (int32_t j = 0; j < topk; j++) {
-      int32_t k = j + (int32_t)test_randint(r, n_ids - j), t = perm[j];
-      perm[j] = perm[k];
-      perm[k] = t;
-      ids[m * topk + j] = perm[j];
-      w[m * topk + j] = (float)(0.1 + 0.9 * test_uniform(r));
-    }
-  }
-  free(perm);
 }
 
 /* What a plain test layer is made of. */
@@ -424,24 +408,12 @@ typedef struct orc_plain {
   float *b13, *b2;
 } orc_plain;
 
-static inline void orc_fill_bytes(uint8_t *p, size_t n, test_rng *r) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t v = test_next(r);
-    memcpy(p + i, &v, 8);
-  }
-  if (i < n) {
-    uint64_t v = test_next(r);
-    memcpy(p + i, &v, n - i);
-  }
-}
-
 /* Random codes of one matrix [E, rows, cols] and its scales, scaled so that x . row is about N(0, 1).
  *   bf16/fp16: N(0,1)/sqrt(cols) values; int8: codes in [-127, 127], positive per-row scales;
  *   fp8: any code but NaN (zeros and subnormals included), signed block scales; int4: random nibbles,
  *   zero points 0..15, positive group scales; mxfp4: random e2m1 nibbles, e8m0 in a window of 8
  *   values (120..127 shifted down by about log2(sqrt(cols))). */
-static inline void orc_make_matrix(orc_plain *p, const orc_spec *s, int mat, test_rng *r) {
+static inline void orc_make_matrix(orc_plain *p, const orc_spec *s, int mat, kit_rng *r) {
   const int64_t E = s->E, rows = mat ? s->K : 2 * s->N, cols = mat ? s->N : s->K;
   const double inv = 1.0 / sqrt((double)cols);
   const size_t nel = (size_t)(E * rows * cols);
@@ -450,10 +422,10 @@ static inline void orc_make_matrix(orc_plain *p, const orc_spec *s, int mat, tes
   case MOE_PREC_FP16: {
     uint16_t *tab = (uint16_t *)test_malloc(sizeof(uint16_t) * 65536), *q;
     for (int i = 0; i < 65536; i++)
-      tab[i] = s->prec == MOE_PREC_BF16 ? orc_to_bf16_bits(test_normal(r) * inv) : orc_to_f16_bits(test_normal(r) * inv);
+      tab[i] = s->prec == MOE_PREC_BF16 ? orc_to_bf16_bits(kit_normal(r) * inv) : orc_to_f16_bits(kit_normal(r) * inv);
     q = (uint16_t *)test_malloc(2 * nel);
     for (size_t i = 0; i < nel; i += 4) {
-      uint64_t v = test_next(r);
+      uint64_t v = kit_next(r);
       for (size_t j = 0; j < 4 && i + j < nel; j++) q[i + j] = tab[(v >> (16 * j)) & 0xFFFF];
     }
     free(tab);
@@ -461,12 +433,12 @@ static inline void orc_make_matrix(orc_plain *p, const orc_spec *s, int mat, tes
   } break;
   case MOE_PREC_INT8: {
     int8_t *q = (int8_t *)test_malloc(nel);
-    orc_fill_bytes((uint8_t *)q, nel, r);
+    kit_fill_bytes(r, (uint8_t *)q, nel);
     for (size_t i = 0; i < nel; i++)
       if (q[i] == -128) q[i] = -127;
     p->q[mat] = q;
     p->s[mat] = (float *)test_malloc(sizeof(float) * (size_t)(E * rows));
-    for (int64_t i = 0; i < E * rows; i++) p->s[mat][i] = (float)((0.5 + test_uniform(r)) * inv / 73.6);
+    for (int64_t i = 0; i < E * rows; i++) p->s[mat][i] = (float)((0.5 + kit_uniform(r)) * inv / 73.6);
   } break;
   case MOE_PREC_FP8: {
     int64_t bn = s->block_n ? s->block_n : 128, bk = s->block_k ? s->block_k : 128;
@@ -477,30 +449,30 @@ static inline void orc_make_matrix(orc_plain *p, const orc_spec *s, int mat, tes
       if ((c & 0x7F) != 0x7F) ms += orc_e4m3((uint8_t)c) * orc_e4m3((uint8_t)c) / 254.0;
     if (s->fp8_ref)
       for (size_t i = 0; i < nel; i++) {
-        double v = test_normal(r) * 400.0;
+        double v = kit_normal(r) * 400.0;
         q[i] = orc_to_e4m3_bits(v > 400 ? 400 : v < -400 ? -400 : v);
       }
     else {
-      orc_fill_bytes(q, nel, r);
+      kit_fill_bytes(r, q, nel);
       for (size_t i = 0; i < nel; i++)
         if ((q[i] & 0x7F) == 0x7F) q[i] ^= 1; /* no NaN codes */
     }
     p->q[mat] = q;
     p->s[mat] = (float *)test_malloc(sizeof(float) * (size_t)ns);
     for (int64_t i = 0; i < ns; i++)
-      p->s[mat][i] = (float)(test_normal(r) * (s->fp8_ref ? 1e-3 : inv / sqrt(ms)));
+      p->s[mat][i] = (float)(kit_normal(r) * (s->fp8_ref ? 1e-3 : inv / sqrt(ms)));
   } break;
   case MOE_PREC_INT4_W4A8:
   case MOE_PREC_INT4_W4A16: {
     int64_t g = s->group ? s->group : 128, ng = (cols + g - 1) / g;
     size_t nb = (size_t)(E * rows * ((cols + 1) / 2));
     p->q[mat] = test_malloc(nb);
-    orc_fill_bytes((uint8_t *)p->q[mat], nb, r);
+    kit_fill_bytes(r, (uint8_t *)p->q[mat], nb);
     p->s[mat] = (float *)test_malloc(sizeof(float) * (size_t)(E * rows * ng));
     p->z[mat] = (uint8_t *)test_malloc((size_t)(E * rows * ng));
     for (int64_t i = 0; i < E * rows * ng; i++) {
-      p->s[mat][i] = (float)((0.5 + test_uniform(r)) * inv / 6.5);
-      p->z[mat][i] = (uint8_t)test_randint(r, 16);
+      p->s[mat][i] = (float)((0.5 + kit_uniform(r)) * inv / 6.5);
+      p->z[mat][i] = (uint8_t)kit_randint(r, 16);
     }
   } break;
   case MOE_PREC_MXFP4: {
@@ -508,9 +480,9 @@ static inline void orc_make_matrix(orc_plain *p, const orc_spec *s, int mat, tes
     size_t nb = (size_t)(E * rows * ((cols + 1) / 2));
     int lo = 120 - (int)floor(log2(sqrt((double)cols)) + 0.5);
     p->q[mat] = test_malloc(nb);
-    orc_fill_bytes((uint8_t *)p->q[mat], nb, r);
+    kit_fill_bytes(r, (uint8_t *)p->q[mat], nb);
     p->x8[mat] = (uint8_t *)test_malloc((size_t)(E * rows * ng));
-    for (int64_t i = 0; i < E * rows * ng; i++) p->x8[mat][i] = (uint8_t)(lo + test_randint(r, 8));
+    for (int64_t i = 0; i < E * rows * ng; i++) p->x8[mat][i] = (uint8_t)(lo + kit_randint(r, 8));
   } break;
   default:
     break;
@@ -518,15 +490,15 @@ static inline void orc_make_matrix(orc_plain *p, const orc_spec *s, int mat, tes
 }
 
 static inline void orc_plain_make(orc_plain *p, const orc_spec *s) {
-  test_rng r = {s->seed * 0x9E3779B97F4A7C15ull + 12345u};
+  kit_rng r = {s->seed * 0x9E3779B97F4A7C15ull + 12345u};
   memset(p, 0, sizeof *p);
   orc_make_matrix(p, s, 0, &r);
   orc_make_matrix(p, s, 1, &r);
   if (s->bias) {
     p->b13 = (float *)test_malloc(sizeof(float) * (size_t)(s->E * 2 * s->N));
     p->b2 = (float *)test_malloc(sizeof(float) * (size_t)(s->E * s->K));
-    for (int64_t i = 0; i < s->E * 2 * s->N; i++) p->b13[i] = (float)(0.5 * test_normal(&r));
-    for (int64_t i = 0; i < s->E * s->K; i++) p->b2[i] = (float)(0.5 * test_normal(&r));
+    for (int64_t i = 0; i < s->E * 2 * s->N; i++) p->b13[i] = (float)(0.5 * kit_normal(&r));
+    for (int64_t i = 0; i < s->E * s->K; i++) p->b2[i] = (float)(0.5 * kit_normal(&r));
   }
   p->w.precision = s->prec;
   p->w.E = s->E;

@@ -41,7 +41,7 @@ static void pack_or_die(const moe_weights *w, moe_experts *ex, void **buf) {
 
 static void fixture_make(fixture *f, moe_precision p, moe_dtype t, int shared, uint64_t seed) {
   orc_spec s;
-  test_rng r = {seed};
+  kit_rng r = {seed};
   memset(f, 0, sizeof *f);
   memset(&s, 0, sizeof s);
   s.prec = p;
@@ -60,7 +60,7 @@ static void fixture_make(fixture *f, moe_precision p, moe_dtype t, int shared, u
     pack_or_die(&f->sp.w, &f->sex, &f->sbuf);
   }
   f->x = orc_make_x(t, M_, K_, K_, &r);
-  orc_make_routing(M_, TOPK, E_, &r, f->tw, f->ids);
+  kit_route_random(&r, M_, TOPK, E_, f->tw, f->ids);
   f->out_bytes = orc_dtype_size(t) * M_ * K_;
   f->out = test_malloc(f->out_bytes);
   f->snap = test_malloc(f->out_bytes);
@@ -422,7 +422,7 @@ static void test_nonfinite_one(moe_precision p, moe_dtype t, nf_kind kind, int s
   int affected[M_] = {0};
   double ref[M_ * K_], err;
   size_t wsb = 0, es = orc_dtype_size(t);
-  test_rng r = {777 + (uint64_t)kind * 31 + (uint64_t)p};
+  kit_rng r = {777 + (uint64_t)kind * 31 + (uint64_t)p};
   moe_call c;
   oracle_moe o;
   moe_status st;
@@ -432,7 +432,7 @@ static void test_nonfinite_one(moe_precision p, moe_dtype t, nf_kind kind, int s
   orc_plain_make(&pl, &s);
   memset(&sp, 0, sizeof sp);
   x = orc_make_x(t, M_, K_, K_, &r);
-  orc_make_routing(M_, TOPK, E_, &r, tw, ids);
+  kit_route_random(&r, M_, TOPK, E_, tw, ids);
   bad_e = ids[0];
   switch (kind) {
   case NF_X_NAN:
@@ -533,7 +533,7 @@ int main(void) {
     test_call_errors();
     test_nonfinite();
   }
-  moe_set_isa((moe_isa)(MOE_ISA_COUNT - 1));
+  moe_set_isa(MOE_ISA_COUNT); /* out of range: no cap */
   test_pack_errors();
   return test_finish("test_badinput");
 }

@@ -58,7 +58,7 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
   int32_t ids[M_ * TOPK];
   double *ref = (double *)test_malloc(sizeof(double) * M_ * K_), err;
   size_t es = orc_dtype_size(t), bytes = es * M_ * K_, n;
-  test_rng r = {seed};
+  kit_rng r = {seed};
   moe_call c;
   oracle_moe o;
   int runs = 0, same = 0;
@@ -77,8 +77,8 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
   sbuf = test_malloc(n ? n : 1);
   CHECK(moe_pack(&sp.w, &sex, sbuf, n) == MOE_OK, "pack shared");
   x = orc_make_x(t, M_, K_, K_, &r);
-  orc_make_routing(M_, TOPK, E_, &r, tw, ids);
-  for (int i = 0; i < K_; i++) gate[i] = (float)(test_normal(&r) * 0.1);
+  kit_route_random(&r, M_, TOPK, E_, tw, ids);
+  for (int i = 0; i < K_; i++) gate[i] = (float)(kit_normal(&r) * 0.1);
   ids[3 * TOPK + 2] = -1; /* a skipped slot */
 
   memset(&c, 0, sizeof c);
@@ -157,6 +157,6 @@ int main(void) {
         test_precision(precs[pi], (moe_dtype)(pi % 3), 100 + (uint64_t)pi, omp);
       }
     }
-  moe_set_isa((moe_isa)(MOE_ISA_COUNT - 1));
+  moe_set_isa(MOE_ISA_COUNT); /* out of range: no cap */
   return test_finish("test_determinism");
 }

@@ -1,59 +1,93 @@
-/* Every fast microkernel against its scalar twin: fresh random data, an edge sweep over K, N and
- * row counts (equal to, below, above and multiples of the blocks), strided and poisoned output.
+/* Every kernel of the kernel list (moe_kernel_at) against its scalar twin, for every precision, with
+ * data generated per precision through kit.h (the library's quantizers on random f32 weights): fp8
+ * with several scale blocks (128x128, 64x32, 3x7), int4 with groups 32, 64 and 128. An edge sweep per
+ * kernel and layout: K and N equal to, below, above and multiples of the blocks and groups, 1 to 32
+ * rows, gemm2 over one or two panels (nr up to 64), strided output poisoned around the mr x nr block.
  * Rows are separate allocations of exactly kred elements, so AddressSanitizer catches a read past
- * the end. A tier the CPU lacks is skipped (exit 77), never passed. */
+ * the end. Then the row operations (quantize to u8, f32 <-> bf16, add) of every tier against the
+ * scalar ones, bit for bit.
+ *
+ * Tolerances, relative to the tile's largest output: A8 gemm2 (int8, int4-w4a8) bit-exact (exact
+ * int32 group sums, scales applied in one order, one fma per element); A8 gemm1 1e-5 (the
+ * activation's exp/tanh differ in the last bits); A16 5e-5 (f32 sums in another order).
+ *
+ * A kernel whose features this CPU lacks prints "skip <name>: CPU lacks <isa> (<features>)" and is
+ * counted; the test exits 77 only when no fast kernel and no vector row operation could run. A
+ * precision with no fast kernel compiled in still runs its scalar kernel over the sweep (all of the
+ * block written, finite, nothing outside it, the same bits twice): that checks the data and the
+ * harness, it is not counted as a tested kernel. */
 #define MOE_IMPLEMENTATION
 #include "../moe.h"
 #include "test_util.h"
 
-typedef struct kcase { moe_precision p; int64_t N, K; } kcase;
+#include <time.h>
 
-static uint16_t *bf16_rows(test_rng *r, int64_t n) {
-  uint16_t *v = (uint16_t *)test_malloc((size_t)n * 2);
-  for (int64_t i = 0; i < n; i++) v[i] = moe_f32_to_bf16((float)test_normal(r));
-  return v;
+/* ---- data: one layout of a precision's scale blocks, one packed expert ------------------------- */
+typedef struct layout {
+  int32_t block_n, block_k, group; /* 0: the default 128 */
+  const char *name;
+} layout;
+
+/* The layouts a precision is swept with: every non-default block and group a kernel must honour. */
+static int layouts_of(moe_precision p, layout out[4]) {
+  static const layout plain = {0, 0, 0, "default"};
+  static const layout fp8[] = {{0, 0, 0, "blocks 128x128"}, {64, 32, 0, "blocks 64x32"}, {3, 7, 0, "blocks 3x7"}};
+  static const layout int4[] = {{0, 0, 32, "group 32"}, {0, 0, 64, "group 64"}, {0, 0, 0, "group 128"}};
+  const layout *from = p == MOE_PREC_FP8 ? fp8 : kit_is_int4(p) ? int4 : &plain;
+  int n = from == &plain ? 1 : 3;
+  memcpy(out, from, sizeof *from * (size_t)n);
+  return n;
 }
 
-/* Random plain weights of one expert (E = 1) of precision p, packed. */
-static void *pack_random(test_rng *r, moe_precision p, int64_t N, int64_t K, moe_experts *ex, float **bias) {
-  moe_weights w;
-  int64_t n13 = 2 * N * K, n2 = K * N;
-  float *f13 = (float *)test_malloc((size_t)n13 * 4), *f2 = (float *)test_malloc((size_t)n2 * 4);
-  void *q13, *q2, *buf;
-  size_t size;
-  memset(&w, 0, sizeof w);
-  for (int64_t i = 0; i < n13; i++) f13[i] = (float)(test_normal(r) / sqrt((double)K));
-  for (int64_t i = 0; i < n2; i++) f2[i] = (float)(test_normal(r) / sqrt((double)N));
-  w.precision = p, w.E = 1, w.N = N, w.K = K;
-  if (p == MOE_PREC_INT8) {
-    float *s13 = (float *)test_malloc((size_t)(2 * N) * 4), *s2 = (float *)test_malloc((size_t)K * 4);
-    q13 = test_malloc((size_t)n13), q2 = test_malloc((size_t)n2);
-    moe_quantize_weight_int8(f13, 1, 2 * N, K, (int8_t *)q13, s13);
-    moe_quantize_weight_int8(f2, 1, K, N, (int8_t *)q2, s2);
-    w.w13_scale = s13, w.w2_scale = s2;
-  } else {
-    q13 = test_malloc((size_t)n13 * 2), q2 = test_malloc((size_t)n2 * 2);
-    moe_convert_from_f32(MOE_BF16, f13, q13, (size_t)n13);
-    moe_convert_from_f32(MOE_BF16, f2, q2, (size_t)n2);
+typedef struct kcase {
+  moe_precision p;
+  layout lay;
+  int64_t N, K;
+} kcase;
+
+/* One random expert (E = 1, biases included) of the case, packed; kw keeps the plain weights. */
+static void *pack_case(const kcase *kc, uint64_t seed, kit_weights *kw, moe_experts *ex) {
+  kit_weights_random_blocks(kw, kc->p, 1, kc->N, kc->K, kc->lay.block_n, kc->lay.block_k, kc->lay.group, seed,
+                            KIT_BIAS);
+  return kit_pack(&kw->w, ex);
+}
+
+/* mr activation rows of kred elements, each its own allocation: u8 (q + 128) with a row scale for
+ * A8 kernels, bf16 for A16 ones; and a top-k weight per row for gemm2. */
+typedef struct act_rows {
+  int32_t mr;
+  void *row[MOE_BLOCK_M];
+  float scale[MOE_BLOCK_M], weight[MOE_BLOCK_M];
+} act_rows;
+
+static void act_rows_make(act_rows *a, kit_rng *r, int a8, int32_t mr, int64_t kred) {
+  a->mr = mr;
+  for (int32_t m = 0; m < mr; m++) {
+    if (a8) {
+      float *xf = (float *)test_malloc((size_t)kred * sizeof(float));
+      kit_fill_normal(r, xf, kred, 1.0);
+      a->row[m] = test_malloc((size_t)kred);
+      a->scale[m] = moe_quantize_row_u8(xf, kred, (uint8_t *)a->row[m]);
+      free(xf);
+    } else {
+      a->row[m] = kit_bf16_row(r, kred);
+      a->scale[m] = 1.0f;
+    }
+    a->weight[m] = (float)(0.1 + 0.9 * kit_uniform(r));
   }
-  w.w13 = q13, w.w2 = q2;
-  *bias = (float *)test_malloc((size_t)(2 * N + K) * 4);
-  for (int64_t i = 0; i < 2 * N + K; i++) (*bias)[i] = (float)test_normal(r) * 0.1f;
-  size = moe_pack_size(&w);
-  buf = test_malloc(size);
-  CHECK(moe_pack(&w, ex, buf, size) == MOE_OK, "pack");
-  free(f13), free(f2), free(q13), free(q2);
-  free((void *)w.w13_scale), free((void *)w.w2_scale);
-  return buf;
+}
+static void act_rows_free(act_rows *a) {
+  for (int32_t m = 0; m < a->mr; m++) free(a->row[m]);
 }
 
-/* Runs kernel fn over one panel and returns the output block: gemm1 overwrites a poisoned block;
- * gemm2 adds into rows that start from a known pattern. Around the mr x nr part: poison. */
+/* ---- running and comparing one call --------------------------------------------------------------- */
+/* Runs fn and returns its output block: gemm1 overwrites a poisoned block; gemm2 adds into rows that
+ * start from a known pattern. Around the mr x nr part: poison. */
 static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, int64_t ldc) {
-  size_t count = (size_t)(uint32_t)proto->mr * (size_t)(uint32_t)ldc;
-  float *c = (float *)test_malloc(count * 4), *rows[MOE_BLOCK_M];
+  size_t count = (size_t)(uint32_t)proto->mr * (size_t)ldc;
+  float *c = (float *)test_malloc(count * sizeof(float)), *rows[MOE_BLOCK_M];
   moe_gemm_args g = *proto;
-  test_poison(c, count * 4);
+  test_poison(c, count * sizeof(float));
   if (which == 2)
     for (int32_t m = 0; m < proto->mr; m++) {
       rows[m] = c + m * ldc;
@@ -64,158 +98,264 @@ static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, in
   return c;
 }
 
-/* fast vs scalar on one set of arguments: all mr x nr written and close, nothing else touched. */
-static double compare(const moe_gemm_config *fast, const moe_gemm_config *ref, int which, const moe_gemm_args *g,
-                      double tol, const char *what) {
+/* test runs test, ref runs ref: every one of mr x nr written, finite and within tol of ref (relative
+ * to the block's largest output), nothing past nr. Returns the max difference relative to that. */
+static double compare(moe_gemm_ukernel test, moe_gemm_ukernel ref, int which, const moe_gemm_args *g, double tol,
+                      const char *what) {
   int64_t ldc = g->nr + 5;
-  float *a = run(which == 1 ? fast->gemm1 : fast->gemm2, which, g, ldc);
-  float *b = run(which == 1 ? ref->gemm1 : ref->gemm2, which, g, ldc);
-  double maxref = 0, maxdiff = 0;
+  float *a = run(test, which, g, ldc), *b = run(ref, which, g, ldc);
+  double maxref = 0, maxdiff = 0, floor_;
   int bad = 0;
   for (int32_t m = 0; m < g->mr; m++)
     for (int64_t n = 0; n < ldc; n++) {
       float x = a[m * ldc + n], y = b[m * ldc + n];
-      uint32_t ux, uy;
-      memcpy(&ux, &x, 4), memcpy(&uy, &y, 4);
-      if (n >= g->nr) { bad += ux != 0xFFFFFFFFu; continue; }
-      if (!isfinite(x) || !isfinite(y)) { bad++; continue; }
+      uint32_t ux;
+      memcpy(&ux, &x, 4);
+      if (n >= g->nr) {
+        bad += ux != 0xFFFFFFFFu;
+        continue;
+      }
+      if (!isfinite(x) || !isfinite(y)) {
+        bad++;
+        continue;
+      }
       if (fabs(y) > maxref) maxref = fabs(y);
       if (fabs(x - y) > maxdiff) maxdiff = fabs(x - y);
     }
-  CHECK(bad == 0, "%s: %d elements unwritten, NaN or written past nr", what, bad);
-  /* relative to the tile's largest output; outputs are O(1), the floor covers a tile that cancels */
-  CHECK(maxdiff <= tol * (maxref > 1e-3 ? maxref : 1e-3), "%s: max diff %.3g vs max %.3g", what, maxdiff, maxref);
+  CHECK(bad == 0, "%s: %d elements unwritten, not finite or written past nr", what, bad);
+  /* outputs are O(1); the floor covers a block that happens to cancel */
+  floor_ = maxref > 1e-3 ? maxref : 1e-3;
+  CHECK(maxdiff <= tol * floor_, "%s: max diff %.3g vs max %.3g (tol %.1g)", what, maxdiff, maxref, tol);
   free(a), free(b);
-  return maxref > 0 ? maxdiff / maxref : maxdiff;
+  return maxdiff / floor_;
 }
 
-static void sweep_case(test_rng *r, const moe_gemm_config *fast, const moe_gemm_config *ref, kcase kc) {
+/* ---- the sweep ------------------------------------------------------------------------------------- */
+typedef struct sweep_stats {
+  int calls;
+  double max_rel[3]; /* [1]: gemm1, [2]: gemm2 */
+} sweep_stats;
+
+static double tolerance(moe_precision p, int which) {
+  if (moe__is_a8(p)) return which == 2 ? 0.0 : 1e-5;
+  return 5e-5;
+}
+
+/* The arguments of one call over panel p (gemm1: the gate/up pair p; gemm2: panels 2p and 2p+1);
+ * biases on odd panels, activations and prefetch hints varied. */
+static moe_gemm_args args_of(const moe_experts *ex, const kit_weights *kw, int which, int64_t p, int64_t ncols,
+                             const act_rows *a, int variant) {
+  int64_t width = which == 1 ? MOE_NR : 2 * MOE_NR;
+  moe_gemm_args g;
+  memset(&g, 0, sizeof g);
+  g.mr = a->mr;
+  g.nr = (int32_t)(ncols - width * p < width ? ncols - width * p : width);
+  g.a = (const void *const *)a->row;
+  g.a_scale = a->scale;
+  g.kgroup = moe__kgroup(ex->precision, ex->block_k, ex->group);
+  g.act = (moe_activation)((p + variant) % 3);
+  g.alpha = 1.702f, g.limit = 7.0f;
+  if (which == 1) {
+    g.w = ex->w13 + (size_t)(2 * p) * ex->panel13_bytes;
+    g.panel_bytes = ex->panel13_bytes, g.kred = ex->K, g.kpad = ex->k13_pad;
+    if (p % 2) g.bias = kw->b13 + MOE_NR * p, g.bias_up = kw->b13 + ex->N + MOE_NR * p;
+  } else {
+    int64_t panels = (ncols + MOE_NR - 1) / MOE_NR;
+    g.w = ex->w2 + (size_t)(2 * p) * ex->panel2_bytes;
+    g.panel_bytes = ex->panel2_bytes, g.kred = ex->N, g.kpad = ex->k2_pad;
+    g.row_weight = a->weight;
+    if (p % 2) g.bias = kw->b2 + 2 * MOE_NR * p;
+    if (2 * p + 2 < panels) g.w_next = g.w + 2 * ex->panel2_bytes, g.w_next_bytes = ex->panel2_bytes;
+  }
+  return g;
+}
+
+/* One case: test against ref for both GEMMs, every row count, every panel (pair). */
+static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, const kcase *kc, sweep_stats *st) {
+  static const int32_t rows[] = {1, 2, 3, 5, 6, 7, 11, 12, 13, 32};
+  uint64_t seed = kit_mix((uint64_t)kc->p << 56 ^ (uint64_t)kc->K << 24 ^ (uint64_t)kc->N << 4 ^
+                          (uint64_t)(kc->lay.block_k * 131 + kc->lay.group));
+  kit_rng r = kit_rng_stream(2026, seed);
+  kit_weights kw;
   moe_experts ex;
-  float *bias;
-  void *buf = pack_random(r, kc.p, kc.N, kc.K, &ex, &bias);
-  int a8 = kc.p == MOE_PREC_INT8;
-  const int rows[] = {1, 2, 3, 5, 6, 7, 11, 12, 13, 32};
+  void *buf = pack_case(kc, seed, &kw, &ex);
   for (int which = 1; which <= 2; which++) {
-    int64_t kred = which == 1 ? kc.K : kc.N, ncols = which == 1 ? kc.N : kc.K;
-    int64_t width = which == 1 ? 32 : 64; /* gemm2 takes two neighbouring panels at once */
-    int64_t panels = (ncols + width - 1) / width;
+    int64_t kred = which == 1 ? kc->K : kc->N, ncols = which == 1 ? kc->N : kc->K;
+    int64_t width = which == 1 ? MOE_NR : 2 * MOE_NR, calls = (ncols + width - 1) / width;
     for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
-      int32_t mr = rows[ri];
-      void *arows[MOE_BLOCK_M];
-      float a_scale[MOE_BLOCK_M], row_w[MOE_BLOCK_M];
-      for (int32_t m = 0; m < mr; m++) {
-        if (a8) {
-          float *xf = (float *)test_malloc((size_t)kred * 4);
-          arows[m] = test_malloc((size_t)kred);
-          for (int64_t k = 0; k < kred; k++) xf[k] = (float)test_normal(r);
-          a_scale[m] = moe_quantize_row_u8(xf, kred, (uint8_t *)arows[m]);
-          free(xf);
-        } else {
-          arows[m] = bf16_rows(r, kred);
-          a_scale[m] = 1.0f;
-        }
-        row_w[m] = (float)test_uniform(r);
+      act_rows a;
+      act_rows_make(&a, &r, moe__is_a8(kc->p), rows[ri], kred);
+      for (int64_t p = 0; p < calls; p++) {
+        moe_gemm_args g = args_of(&ex, &kw, which, p, ncols, &a, (int)ri);
+        char what[256];
+        double rel;
+        snprintf(what, sizeof what, "%s gemm%d %s N=%lld K=%lld mr=%d call=%lld act=%d", test->name, which,
+                 kc->lay.name, (long long)kc->N, (long long)kc->K, (int)g.mr, (long long)p, (int)g.act);
+        rel = compare(which == 1 ? test->gemm1 : test->gemm2, which == 1 ? ref->gemm1 : ref->gemm2, which, &g,
+                      test == ref ? 0.0 : tolerance(kc->p, which), what);
+        if (rel > st->max_rel[which]) st->max_rel[which] = rel;
+        st->calls++;
       }
-      for (int64_t p = 0; p < panels; p++) {
-        moe_gemm_args g;
-        char what[160];
-        memset(&g, 0, sizeof g);
-        g.mr = mr;
-        g.nr = (int32_t)(ncols - width * p < width ? ncols - width * p : width);
-        g.a = (const void *const *)arows;
-        g.a_scale = a_scale;
-        g.kred = kred;
-        g.act = (moe_activation)((p + ri) % 3);
-        g.alpha = 1.702f, g.limit = 7.0f;
-        if (which == 1) {
-          g.w = ex.w13 + (size_t)(2 * p) * ex.panel13_bytes;
-          g.panel_bytes = ex.panel13_bytes, g.kpad = ex.k13_pad;
-          if (p % 2) g.bias = bias + 32 * p, g.bias_up = bias + kc.N + 32 * p;
-        } else {
-          g.w = ex.w2 + (size_t)(2 * p) * ex.panel2_bytes;
-          g.panel_bytes = ex.panel2_bytes, g.kpad = ex.k2_pad;
-          g.row_weight = row_w;
-          if (p % 2) g.bias = bias + 2 * kc.N + 64 * p;
-          if (p + 1 < panels) g.w_next = g.w + 2 * ex.panel2_bytes, g.w_next_bytes = ex.panel2_bytes;
-        }
-        snprintf(what, sizeof what, "%s gemm%d N=%lld K=%lld mr=%d panel=%lld act=%d", fast->name, which,
-                 (long long)kc.N, (long long)kc.K, mr, (long long)p, (int)g.act);
-        /* int8 gemm2 has no transcendental epilogue: the exact integer sums give equal bits */
-        compare(fast, ref, which, &g, a8 ? (which == 2 ? 0.0 : 1e-5) : 5e-5, what);
-      }
-      for (int32_t m = 0; m < mr; m++) free(arows[m]);
+      act_rows_free(&a);
     }
   }
-  free(buf), free(bias);
+  free(buf);
+  kit_weights_free(&kw);
 }
 
-/* The vectorized row operations give the same bits as the scalar ones (tails, NaN, Inf, ties). */
-static int test_row_ops(test_rng *r) {
-#ifdef MOE__HAVE_AVX512
-  const int64_t ns[] = {1, 15, 16, 17, 100, 2048 + 3};
-  if ((moe_cpu_features() & MOE__CPU_AVX512_BASE) != MOE__CPU_AVX512_BASE) return 0;
-  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-    for (int kind = 0; kind < 4; kind++) {
-      int64_t n = ns[i];
-      float *x = (float *)test_malloc((size_t)n * 4), *f1 = (float *)test_malloc((size_t)n * 4), *f2 = (float *)test_malloc((size_t)n * 4);
-      uint8_t *q1 = (uint8_t *)test_malloc((size_t)n), *q2 = (uint8_t *)test_malloc((size_t)n);
-      uint16_t *b1 = (uint16_t *)test_malloc((size_t)n * 2), *b2 = (uint16_t *)test_malloc((size_t)n * 2);
-      float s1, s2;
-      for (int64_t k = 0; k < n; k++) x[k] = (float)test_normal(r) * (kind == 3 ? 1e-39f : 3.0f);
-      if (kind == 1) x[n / 2] = NAN;
-      if (kind == 2) x[n - 1] = -INFINITY;
-      if (n > 4 && kind == 0) x[1] = 127.0f * 2.5f / 127.0f, x[2] = 1.0f + 1.0f / 256; /* a quantization tie, a bf16 tie */
-      test_poison(q1, (size_t)(uint32_t)n), test_poison(q2, (size_t)(uint32_t)n);
-      s1 = moe_quantize_row_u8(x, n, q1);
-      s2 = moe__quantize_row_u8_avx512(x, n, q2);
-      CHECK(memcmp(&s1, &s2, 4) == 0 && (kind != 0 || memcmp(q1, q2, (size_t)n) == 0), "quantize row n=%lld kind=%d", (long long)n, kind);
-      moe__f32_to_bf16_scalar(x, b1, n);
-      moe__f32_to_bf16_avx512(x, b2, n);
-      CHECK(memcmp(b1, b2, (size_t)n * 2) == 0, "f32->bf16 n=%lld kind=%d", (long long)n, kind);
-      moe__bf16_to_f32_scalar(b1, f1, n);
-      moe__bf16_to_f32_avx512(b1, f2, n);
-      CHECK(memcmp(f1, f2, (size_t)n * 4) == 0, "bf16->f32 n=%lld kind=%d", (long long)n, kind);
-      free(x), free(f1), free(f2), free(q1), free(q2), free(b1), free(b2);
+/* Every layout of the precision x the K and N sweep. As K is gemm2's column count, Ks covers one
+ * panel, a panel pair and a partial pair there. */
+static sweep_stats sweep_kernel(const moe_gemm_config *test, const moe_gemm_config *ref) {
+  static const int64_t Ks[] = {1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 100, 129, 2048 + 7};
+  static const int64_t Ns[] = {1, 16, 31, 32, 33, 70};
+  layout lays[4];
+  int nl = layouts_of(test->precision, lays);
+  sweep_stats st;
+  memset(&st, 0, sizeof st);
+  for (int li = 0; li < nl; li++)
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+      for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {
+        kcase kc;
+        if (Ks[ki] * Ns[ni] > 40000 && ni % 2) continue; /* keep the big K to a few N */
+        kc.p = test->precision, kc.lay = lays[li], kc.N = Ns[ni], kc.K = Ks[ki];
+        sweep_case(test, ref, &kc, &st);
+      }
+  return st;
+}
+
+/* ---- the kernel list -------------------------------------------------------------------------------- */
+/* The scalar twin of kernel k: the list's scalar row of the same precision. */
+static const moe_gemm_config *scalar_twin(const moe_gemm_config *k) {
+  for (int i = 0; i < moe_kernel_count(); i++) {
+    const moe_gemm_config *c = moe_kernel_at(i);
+    if (c->precision == k->precision && c->isa == MOE_ISA_SCALAR) return c;
+  }
+  return NULL;
+}
+
+/* "avx512bf16 avx512vnni ..." of the feature bits in mask (names of the MOE_CPU_* bits). */
+static const char *feature_names(uint32_t mask, char *buf, size_t size) {
+  static const char *const names[] = {"avx512f",  "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
+                                      "avx512bf16", "amx-tile", "amx-int8", "amx-bf16", "avx2",
+                                      "fma",      "f16c",     "avx-vnni"};
+  size_t used = 0;
+  buf[0] = 0;
+  for (unsigned b = 0; b < 32; b++)
+    if (mask & (1u << b)) {
+      int n = snprintf(buf + used, size - used, "%s%s", used ? " " : "",
+                       b < sizeof names / sizeof names[0] ? names[b] : "?");
+      if (n < 0 || (size_t)n >= size - used) break;
+      used += (size_t)n;
     }
-  printf("row operations avx512 vs scalar: %s\n", test_failures ? "FAILED" : "ok");
-  return 1;
-#else
-  (void)r;
+  return buf;
+}
+
+static int has_fast_kernel(moe_precision p) {
+  for (int i = 0; i < moe_kernel_count(); i++)
+    if (moe_kernel_at(i)->precision == p && moe_kernel_at(i)->isa != MOE_ISA_SCALAR) return 1;
   return 0;
-#endif
+}
+
+/* ---- row operations -------------------------------------------------------------------------------- */
+/* The row operations of every tier give the same bits as the scalar ones (tails, NaN, Inf, ties,
+ * subnormals). Returns the number of vector tiers tested. */
+static int test_row_ops(void) {
+  static const int64_t ns[] = {1, 7, 8, 15, 16, 17, 31, 33, 100, 2048 + 3};
+  const moe__row_ops *ref = moe__row_ops_for(MOE_ISA_SCALAR);
+  int tiers = 0;
+  kit_rng r = kit_rng_stream(2026, 77);
+  for (int isa = 0; isa < (int)MOE_ISA_COUNT; isa++) {
+    const moe__row_ops *ops = moe__row_ops_for((moe_isa)isa);
+    int before = test_failures;
+    if (isa == MOE_ISA_SCALAR) continue;
+    if (!ops) {
+      printf("row operations %s: none here (not compiled, or the CPU lacks the tier)\n", moe_isa_name((moe_isa)isa));
+      continue;
+    }
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+      for (int kind = 0; kind < 4; kind++) {
+        int64_t n = ns[i];
+        size_t n4 = (size_t)n * 4, n2 = (size_t)n * 2;
+        float *x = (float *)test_malloc(n4), *y = (float *)test_malloc(n4), *f1 = (float *)test_malloc(n4),
+              *f2 = (float *)test_malloc(n4);
+        uint8_t *q1 = (uint8_t *)test_malloc((size_t)n), *q2 = (uint8_t *)test_malloc((size_t)n);
+        uint16_t *b1 = (uint16_t *)test_malloc(n2), *b2 = (uint16_t *)test_malloc(n2);
+        float s1, s2;
+        for (int64_t k = 0; k < n; k++) {
+          x[k] = (float)kit_normal(&r) * (kind == 3 ? 1e-39f : 3.0f); /* kind 3: f32 subnormals */
+          y[k] = (float)kit_normal(&r);
+        }
+        if (kind == 1) x[n / 2] = NAN, y[0] = NAN;
+        if (kind == 2) x[n - 1] = -INFINITY, y[n / 2] = INFINITY;
+        if (n > 4 && kind == 0) x[1] = 2.5f, x[2] = 1.0f + 1.0f / 256; /* a quantization tie (amax 3 sd), a bf16 tie */
+        test_poison(q1, (size_t)n), test_poison(q2, (size_t)n);
+        s1 = ref->quantize_u8(x, n, q1);
+        s2 = ops->quantize_u8(x, n, q2);
+        /* with a NaN or Inf the scale says so and the codes are unspecified */
+        CHECK(memcmp(&s1, &s2, 4) == 0 && (kind == 1 || kind == 2 || memcmp(q1, q2, (size_t)n) == 0),
+              "%s quantize row n=%lld kind=%d", moe_isa_name((moe_isa)isa), (long long)n, kind);
+        ref->to_bf16(x, b1, n);
+        ops->to_bf16(x, b2, n);
+        CHECK(memcmp(b1, b2, n2) == 0, "%s f32->bf16 n=%lld kind=%d", moe_isa_name((moe_isa)isa), (long long)n, kind);
+        ref->from_bf16(b1, f1, n);
+        ops->from_bf16(b1, f2, n);
+        CHECK(memcmp(f1, f2, n4) == 0, "%s bf16->f32 n=%lld kind=%d", moe_isa_name((moe_isa)isa), (long long)n, kind);
+        memcpy(f1, x, n4), memcpy(f2, x, n4);
+        ref->add(f1, y, n);
+        ops->add(f2, y, n);
+        CHECK(memcmp(f1, f2, n4) == 0, "%s add n=%lld kind=%d", moe_isa_name((moe_isa)isa), (long long)n, kind);
+        free(x), free(y), free(f1), free(f2), free(q1), free(q2), free(b1), free(b2);
+      }
+    printf("row operations %s vs scalar: %s\n", moe_isa_name((moe_isa)isa), test_failures > before ? "FAILED" : "ok");
+    tiers++;
+  }
+  return tiers;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int main(void) {
-  test_rng r = {2026};
-  const moe_precision precs[] = {MOE_PREC_BF16, MOE_PREC_FP16, MOE_PREC_INT8};
-  const int64_t Ks[] = {1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 100, 129, 2048 + 7};
-  const int64_t Ns[] = {1, 16, 31, 32, 33, 70};
-  /* as K is gemm2's column count, Ks covers 1, 2 and partial panel pairs there */
-  int tested = 0, skipped = 0;
-  for (int isa = MOE_ISA_AVX512; isa < MOE_ISA_COUNT; isa++)
-    for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
-      const moe_gemm_config *fast = moe_gemm_config_for(precs[pi], (moe_isa)isa);
-      const moe_gemm_config *ref = moe_gemm_config_for(precs[pi], MOE_ISA_SCALAR);
-      if (!fast) {
-        skipped++;
-        printf("skip %s on %s: not compiled or not supported by this CPU\n", moe_precision_name(precs[pi]),
-               moe_isa_name((moe_isa)isa));
-        continue;
-      }
-      int before = test_failures;
-      for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
-        for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {
-          kcase kc;
-          kc.p = precs[pi], kc.K = Ks[ki], kc.N = Ns[ni];
-          if (kc.K * kc.N > 40000 && ni % 2) continue; /* keep the big K to a few N */
-          sweep_case(&r, fast, ref, kc);
-        }
-      tested++;
-      printf("%s vs scalar: %s\n", fast->name, test_failures > before ? "FAILED" : "ok");
+  int tested = 0, skipped = 0, vector_rows;
+  double t0 = now_s();
+  for (int i = 0; i < moe_kernel_count(); i++) {
+    const moe_gemm_config *k = moe_kernel_at(i), *ref = scalar_twin(k);
+    char feats[256];
+    sweep_stats st;
+    int before = test_failures;
+    double t = now_s();
+    if (k->isa == MOE_ISA_SCALAR) continue; /* the references */
+    if (!ref) {
+      CHECK(0, "%s has no scalar twin in the kernel list", k->name);
+      continue;
     }
-  tested += test_row_ops(&r);
-  if (!tested) {
-    printf("no fast kernel runs on this CPU (%d skipped)\n", skipped);
+    if (!moe_kernel_runnable(k)) {
+      printf("skip %s: CPU lacks %s (%s)\n", k->name, moe_isa_name(k->isa),
+             feature_names(k->cpu_features & ~moe_cpu_features(), feats, sizeof feats));
+      skipped++;
+      continue;
+    }
+    st = sweep_kernel(k, ref);
+    tested++;
+    printf("%s (%s) vs %s: %s, %d calls, max diff / tile max: gemm1 %.2e, gemm2 %.2e, %.1f s\n", k->name,
+           moe_precision_name(k->precision), ref->name, test_failures > before ? "FAILED" : "ok", st.calls,
+           st.max_rel[1], st.max_rel[2], now_s() - t);
+  }
+  for (int p = 0; p < (int)MOE_PREC_COUNT; p++) { /* precisions whose scalar kernel has no fast twin yet */
+    const moe_gemm_config *ref = moe_gemm_config_for((moe_precision)p, MOE_ISA_SCALAR);
+    int before = test_failures;
+    if (!ref || has_fast_kernel((moe_precision)p)) continue;
+    sweep_kernel(ref, ref);
+    printf("reference only (no fast kernel yet) %s (%s): %s\n", ref->name, moe_precision_name((moe_precision)p),
+           test_failures > before ? "FAILED" : "runs clean");
+  }
+  vector_rows = test_row_ops();
+  printf("%d kernels tested, %d skipped, %d vector row-op tiers, %.1f s\n", tested, skipped, vector_rows, now_s() - t0);
+  if (!tested && !vector_rows) {
+    printf("no fast kernel and no vector row operation runs on this CPU\n");
     return TEST_SKIP;
   }
   return test_finish("kernels");

@@ -214,7 +214,7 @@ static void run_call(layer *L, const call_spec *cs) {
   const int32_t topk = cs->topk;
   const int64_t ldx = cs->ldx ? cs->ldx : K, ldo = cs->inplace ? ldx : cs->ldo ? cs->ldo : K;
   const size_t es = orc_dtype_size(cs->dtype);
-  test_rng r = {cs->seed * 0x2545F4914F6CDD1Dull + 99};
+  kit_rng r = {cs->seed * 0x2545F4914F6CDD1Dull + 99};
   void *x, *xcopy, *out, *ws;
   float *tw = (float *)test_malloc(sizeof(float) * (size_t)(M * topk + 1)), *gate = NULL;
   int32_t *ids = (int32_t *)test_malloc(sizeof(int32_t) * (size_t)(M * topk + 1));
@@ -237,11 +237,11 @@ static void run_call(layer *L, const call_spec *cs) {
     int32_t RE = cs->router->E;
     size_t les = orc_dtype_size(cs->logit_type);
     logits = test_malloc(les * (size_t)(M * RE + 1));
-    for (int64_t i = 0; i < M * RE; i++) orc_store(cs->logit_type, logits, i, 2.0 * test_normal(&r));
+    for (int64_t i = 0; i < M * RE; i++) orc_store(cs->logit_type, logits, i, 2.0 * kit_normal(&r));
     st = moe_route(cs->router, logits, cs->logit_type, M, tw, ids);
     CHECK(st == MOE_OK, "moe_route: %s", moe_status_str(st));
   } else {
-    orc_make_routing(M, topk, cs->map ? cs->n_global : (int32_t)E, &r, tw, ids);
+    kit_route_random(&r, M, topk, cs->map ? cs->n_global : (int32_t)E, tw, ids);
   }
   if (cs->neg_ids)
     for (int64_t m = 0; m < M; m++)
@@ -249,7 +249,7 @@ static void run_call(layer *L, const call_spec *cs) {
         if (m == 1 || (m + j) % 3 == 0) ids[m * topk + j] = -1;
   if (cs->shared == 2) {
     gate = (float *)test_malloc(sizeof(float) * (size_t)K);
-    for (int64_t k = 0; k < K; k++) gate[k] = (float)(test_normal(&r) * 2.0 / sqrt((double)K));
+    for (int64_t k = 0; k < K; k++) gate[k] = (float)(kit_normal(&r) * 2.0 / sqrt((double)K));
   }
 
   memset(&o, 0, sizeof o);
@@ -360,7 +360,7 @@ static void run_call(layer *L, const call_spec *cs) {
     test_poison(routed, es * (size_t)(M * ldo + 1));
     test_poison(out4, es * (size_t)(M * ldo + 1));
     for (int64_t m = 0; m < M; m++)
-      for (int64_t k = 0; k < K; k++) orc_store(cs->dtype, routed, m * ldo + k, test_normal(&r));
+      for (int64_t k = 0; k < K; k++) orc_store(cs->dtype, routed, m * ldo + k, kit_normal(&r));
     o4.topk = 0;
     oracle_run(&o4, ref4);
     for (int64_t m = 0; m < M; m++)
@@ -586,7 +586,7 @@ static void run_model(const model_case *mc, uint64_t *seed) {
   layer L;
   moe_router rt;
   float cb[1024];
-  test_rng r = {seed_base + (*seed)++};
+  kit_rng r = {seed_base + (*seed)++};
   orc_spec s = spec_of(mc->p, mc->E, mc->N, mc->K, mc->interleaved /* biases */, (*seed)++);
   double t0 = now_s();
   if (!moe_precision_compiled(mc->p)) return;
@@ -597,7 +597,7 @@ static void run_model(const model_case *mc, uint64_t *seed) {
   rt.topk = mc->topk;
   rt.renormalize = 1;
   if (mc->route == MOE_ROUTE_BIASED_GROUPED) {
-    for (int64_t i = 0; i < mc->E; i++) cb[i] = (float)(0.1 * test_normal(&r));
+    for (int64_t i = 0; i < mc->E; i++) cb[i] = (float)(0.1 * kit_normal(&r));
     rt.n_group = 8, rt.topk_group = 4, rt.correction_bias = cb;
   }
   for (int mi = 0; mi < 2; mi++) {
@@ -822,7 +822,7 @@ static void print_table(const char *title, double err[MOE_PREC_COUNT][3]) {
 int main(int argc, char **argv) {
   double t0 = now_s(), t, all[MOE_PREC_COUNT][3];
   int quick = 0;
-  moe_isa best = moe_set_isa((moe_isa)(MOE_ISA_COUNT - 1));
+  moe_isa best = moe_set_isa(MOE_ISA_COUNT); /* out of range: no cap, the best tier */
   memset(all, 0, sizeof all);
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = 1;

@@ -72,10 +72,10 @@ static uint8_t ref_enc_e4m3(float f) { return (uint8_t)ref_enc(g_e4m3, 0x7F, f, 
 static uint8_t ref_enc_e2m1(float f) { return (uint8_t)ref_enc(g_e2m1, 8, f, 8); }
 
 /* a float with random sign, mantissa, and binary exponent in [emin, emax] */
-static float rand_float(test_rng *r, int emin, int emax) {
-  double m = 1.0 + test_uniform(r);
-  float f = (float)ldexp(m, emin + (int)test_randint(r, emax - emin + 1));
-  return (test_next(r) & 1) ? -f : f;
+static float rand_float(kit_rng *r, int emin, int emax) {
+  double m = 1.0 + kit_uniform(r);
+  float f = (float)ldexp(m, emin + (int)kit_randint(r, emax - emin + 1));
+  return (kit_next(r) & 1) ? -f : f;
 }
 /* same value and same sign (so -0 differs from +0) */
 static int same(double a, double b) { return a == b && signbit(a) == signbit(b); }
@@ -136,7 +136,7 @@ static void test_names(void) {
 /* ---- e4m3 ------------------------------------------------------------------------------------- */
 static void test_e4m3(void) {
   int c, i;
-  test_rng rng = {4};
+  kit_rng rng = {4};
   for (c = 0; c < 256; c++) {
     double ref = ref_e4m3((uint8_t)c);
     float got = moe_e4m3_to_f32((uint8_t)c);
@@ -187,7 +187,7 @@ static void test_e4m3(void) {
 /* ---- bf16 ------------------------------------------------------------------------------------- */
 static void test_bf16(void) {
   int c, i;
-  test_rng rng = {16};
+  kit_rng rng = {16};
   for (c = 0; c < 65536; c++) {
     double ref = ref_bf16((uint16_t)c);
     float got = moe_bf16_to_f32((uint16_t)c);
@@ -212,7 +212,7 @@ static void test_bf16(void) {
   CHECK(moe_f32_to_bf16(f32_of(0xFF800001u)) & 0x8000, "negative NaN keeps sign");
   CHECK(moe_f32_to_bf16(-0.0f) == 0x8000, "-0");
   for (i = 0; i < 200000; i++) {
-    uint32_t u = (uint32_t)test_next(&rng);
+    uint32_t u = (uint32_t)kit_next(&rng);
     float f = f32_of(u);
     if (isnan(f)) continue;
     CHECK(moe_f32_to_bf16(f) == ref_enc_bf16(f), "%08x -> %04x want %04x", u, moe_f32_to_bf16(f), ref_enc_bf16(f));
@@ -222,7 +222,7 @@ static void test_bf16(void) {
 /* ---- fp16 ------------------------------------------------------------------------------------- */
 static void test_f16(void) {
   int c, i;
-  test_rng rng = {17};
+  kit_rng rng = {17};
   for (c = 0; c < 65536; c++) {
     double ref = ref_f16((uint16_t)c);
     float got = moe_f16_to_f32((uint16_t)c);
@@ -252,7 +252,7 @@ static void test_f16(void) {
   CHECK(isnan(moe_f16_to_f32(moe_f32_to_f16(NAN))), "NaN");
   CHECK(isnan(moe_f16_to_f32(moe_f32_to_f16(f32_of(0x7F800001u)))), "sNaN with a low payload");
   for (i = 0; i < 200000; i++) {
-    float f = (i & 1) ? rand_float(&rng, -26, 17) : f32_of((uint32_t)test_next(&rng));
+    float f = (i & 1) ? rand_float(&rng, -26, 17) : f32_of((uint32_t)kit_next(&rng));
     if (isnan(f)) continue;
     CHECK(moe_f32_to_f16(f) == ref_enc_f16(f), "%.9g -> %04x want %04x", f, moe_f32_to_f16(f), ref_enc_f16(f));
   }
@@ -262,7 +262,7 @@ static void test_f16(void) {
 static void test_e2m1_e8m0(void) {
   static const double grid[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   int c, i;
-  test_rng rng = {21};
+  kit_rng rng = {21};
   for (c = 0; c < 16; c++) {
     double want = (c & 8) ? -grid[c & 7] : grid[c & 7];
     CHECK(same(moe_e2m1_to_f32((uint8_t)c), want), "code %x", c);
@@ -325,7 +325,7 @@ static void test_row_u8(void) {
   uint8_t q[64];
   float x[64], s;
   int i, t;
-  test_rng rng = {33};
+  kit_rng rng = {33};
   s = moe_quantize_row_u8(row, 12, q);
   CHECK(s == 1.0f, "scale %g", s);
   for (i = 0; i < 12; i++) CHECK(q[i] == want[i] + 128, "row[%d] = %g -> %d want %d", i, row[i], q[i] - 128, want[i]);
@@ -359,12 +359,12 @@ static void test_row_u8(void) {
   CHECK(isnan(moe_quantize_row_u8(x, 3, q)), "early NaN");
   /* random rows against the formula: x / scale in f32, rounded half to even */
   for (t = 0; t < 200; t++) {
-    int n = 1 + (int)test_randint(&rng, 64);
+    int n = 1 + (int)kit_randint(&rng, 64);
     float amax = 0;
-    double mag = ldexp(1.0, (int)test_randint(&rng, 40) - 20);
+    double mag = ldexp(1.0, (int)kit_randint(&rng, 40) - 20);
     for (i = 0; i < n; i++) {
-      x[i] = (float)(test_normal(&rng) * mag);
-      if (test_randint(&rng, 8) == 0) x[i] = (float)rne(x[i]); /* some exact integers */
+      x[i] = (float)(kit_normal(&rng) * mag);
+      if (kit_randint(&rng, 8) == 0) x[i] = (float)rne(x[i]); /* some exact integers */
       amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
     }
     s = moe_quantize_row_u8(x, n, q);
@@ -381,13 +381,13 @@ static void test_row_u8(void) {
 /* E x rows x cols weights, row scales spread over 6 decades; some rows all >= 0, some all <= 0 */
 static float *make_weights(int64_t E, int64_t rows, int64_t cols, uint64_t seed) {
   float *w = (float *)test_malloc((size_t)(E * rows * cols) * sizeof(float));
-  test_rng rng;
+  kit_rng rng;
   int64_t r, c;
   rng.s = seed;
   for (r = 0; r < E * rows; r++) {
-    double mag = pow(10.0, -3.0 + 6.0 * test_uniform(&rng));
+    double mag = pow(10.0, -3.0 + 6.0 * kit_uniform(&rng));
     for (c = 0; c < cols; c++) {
-      double v = test_normal(&rng) * mag;
+      double v = kit_normal(&rng) * mag;
       if (r % 5 == 1) v = fabs(v);
       if (r % 5 == 2) v = -fabs(v);
       w[r * cols + c] = (float)v;

@@ -120,7 +120,7 @@ static double store(moe_dtype t, void *buf, int64_t i, float f) {
 enum { LOGITS_NORMAL, LOGITS_INTEGER, LOGITS_EQUAL };
 
 /* Routes M tokens of generated logits and compares every token with the reference. */
-static void run_case(const moe_router *c, int64_t M, moe_dtype t, int gen, double scale, test_rng *r) {
+static void run_case(const moe_router *c, int64_t M, moe_dtype t, int gen, double scale, kit_rng *r) {
   int64_t n = M * c->E, i, m;
   void *logits = test_malloc((size_t)n * dtype_size(t));
   double *x = (double *)test_malloc((size_t)n * sizeof *x), key[1024], val[1024];
@@ -134,8 +134,8 @@ static void run_case(const moe_router *c, int64_t M, moe_dtype t, int gen, doubl
            (long long)M, c->E, c->topk, c->n_group, c->topk_group, c->renormalize, (double)c->routed_scaling_factor,
            dtype_name(t), gen, scale);
   for (i = 0; i < n; i++) {
-    double v = gen == LOGITS_NORMAL    ? test_normal(r) * scale
-               : gen == LOGITS_INTEGER ? (double)test_randint(r, 4)
+    double v = gen == LOGITS_NORMAL    ? kit_normal(r) * scale
+               : gen == LOGITS_INTEGER ? (double)kit_randint(r, 4)
                                        : 0.25;
     x[i] = store(t, logits, i, (float)v);
   }
@@ -161,7 +161,7 @@ static const moe_dtype dtypes[3] = {MOE_F32, MOE_BF16, MOE_F16};
 
 /* Every dtype, renormalize off/on, two rsf, and two logit scales: 2M (the reference's, which pushes
  * softmax to one-hot and sigmoid to 0/1) and 2 (weights of every size). */
-static void run_grid(moe_router c, int64_t M, float rsf2, test_rng *r) {
+static void run_grid(moe_router c, int64_t M, float rsf2, kit_rng *r) {
   int d, rn, s, f;
   for (d = 0; d < 3; d++)
     for (rn = 0; rn < 2; rn++)
@@ -180,14 +180,14 @@ static moe_router router(moe_route_kind kind, int E, int topk, int G, int TG, co
   return c;
 }
 
-static float *make_bias(int E, double scale, test_rng *r) {
+static float *make_bias(int E, double scale, kit_rng *r) {
   float *b = (float *)test_malloc((size_t)E * sizeof *b);
   int e;
-  for (e = 0; e < E; e++) b[e] = (float)(test_normal(r) * scale);
+  for (e = 0; e < E; e++) b[e] = (float)(kit_normal(r) * scale);
   return b;
 }
 
-static void test_dense(test_rng *r) {
+static void test_dense(kit_rng *r) {
   static const int cases[][3] = {{1, 1, 1},    {5, 1, 1},     {37, 3, 3},   {37, 3, 1},  {123, 8, 2},
                                  {64, 16, 4},  {123, 64, 6},  {50, 128, 8}, {17, 384, 8}, {33, 257, 13},
                                  {9, 1024, 1}, {9, 1024, 16}, {2, 1024, 1024}};
@@ -198,7 +198,7 @@ static void test_dense(test_rng *r) {
   }
 }
 
-static void test_grouped(test_rng *r) {
+static void test_grouped(kit_rng *r) {
   static const int cases[][5] = {{123, 8, 2, 2, 1},   {123, 16, 4, 3, 2},  {123, 32, 4, 3, 2},  {1123, 32, 4, 3, 2},
                                  {123, 64, 1, 6, 1},  {123, 256, 8, 4, 8}, {123, 160, 8, 6, 2}, {40, 8, 8, 3, 4},
                                  {40, 12, 3, 8, 2},   {40, 64, 0, 6, 0},   {40, 64, 8, 4, 0}};
@@ -208,7 +208,7 @@ static void test_grouped(test_rng *r) {
              r);
 }
 
-static void test_biased(test_rng *r) {
+static void test_biased(kit_rng *r) {
   static const int cases[][5] = {/* E, G, topk, topk_group */
                                  {128, 8, 8, 2},  {192, 8, 8, 2},  {256, 8, 8, 2},  {384, 8, 8, 2},  {256, 8, 1, 2},
                                  {256, 8, 4, 2},  {256, 8, 16, 2}, {1024, 8, 8, 2}, {1024, 8, 64, 4}, {8, 8, 3, 4},
@@ -223,7 +223,7 @@ static void test_biased(test_rng *r) {
 }
 
 /* All-equal logits: every variant returns 0..topk-1; integer logits: many exact ties everywhere. */
-static void test_ties(test_rng *r) {
+static void test_ties(kit_rng *r) {
   float zero[16];
   moe_router cs[4];
   int i, d;
@@ -242,7 +242,7 @@ static void test_ties(test_rng *r) {
 
 /* NaN and infinite logits (and a NaN bias): no crash, ids distinct and in range; sigmoid ranks
  * every number above NaN, so it picks the best numbers first. */
-static void test_nan(test_rng *r) {
+static void test_nan(kit_rng *r) {
   enum { M = 16, E = 64, K = 8 };
   float bias[E], w[M * K];
   int32_t ids[M * K];
@@ -250,10 +250,10 @@ static void test_nan(test_rng *r) {
   float x[M * E];
   moe_router cs[4];
   int i, d, m, j, e;
-  for (e = 0; e < E; e++) bias[e] = (float)(test_normal(r) * 0.1);
+  for (e = 0; e < E; e++) bias[e] = (float)(kit_normal(r) * 0.1);
   bias[5] = NAN;
   for (i = 0; i < M * E; i++) {
-    x[i] = test_uniform(r) < 0.25 ? NAN : (float)test_normal(r);
+    x[i] = kit_uniform(r) < 0.25 ? NAN : (float)kit_normal(r);
     if (i < E) x[i] = NAN;                          /* row 0: all NaN */
     if (i >= E && i < 2 * E) x[i] = i == E + 7 ? 1.0f : NAN; /* row 1: one number */
   }
@@ -384,7 +384,7 @@ done:
   free(scratch), free(sorted), free(be), free(br);
 }
 
-static void test_sort(test_rng *r) {
+static void test_sort(kit_rng *r) {
   static const int cases[][3] = {{0, 2, 4},    {1, 1, 1},    {5, 2, 3},     {37, 3, 8},  {100, 8, 64},
                                  {1000, 8, 256}, {300, 1, 1}, {50, 6, 160}, {7, 4, 1000}};
   static const int bms[3] = {1, 4, 32};
@@ -403,7 +403,7 @@ static void test_sort(test_rng *r) {
           seen = (int *)test_malloc((size_t)(n + 1) * sizeof *seen);
           memset(seen, 0, (size_t)(n + 1) * sizeof *seen);
           for (i = 0; i < n; i++) /* p: no skips, some -1, all -1 */
-            ids[i] = p == 2 || (p == 1 && test_uniform(r) < 0.15) ? -1 : (int32_t)test_randint(r, E);
+            ids[i] = p == 2 || (p == 1 && kit_uniform(r) < 0.15) ? -1 : (int32_t)kit_randint(r, E);
           if (ranks == 1) {
             check_sort(ids, M, topk, E, NULL, E, bms[bi], seen);
           } else {
@@ -501,7 +501,7 @@ static void test_capacity_and_map(void) {
 }
 
 int main(void) {
-  test_rng r = {20240611u};
+  kit_rng r = {20240611u};
   test_dense(&r);
   test_grouped(&r);
   test_biased(&r);
