@@ -761,13 +761,10 @@ MOE_API int moe_amx_request(void) {
 #define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_BASE ",avx512vnni"))) static
 #define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_BASE ",avx512bf16"))) static
 #define MOE__INLINE __attribute__((always_inline))
-/* Full unrolling of the row and vector loops keeps the accumulators in registers. */
 /* The k loop is not unrolled: with 24 accumulators live, unrolling makes compilers spill them. */
 #if defined(__clang__)
-#define MOE__UNROLL _Pragma("clang loop unroll(full)")
 #define MOE__NO_UNROLL _Pragma("clang loop unroll(disable)")
 #else
-#define MOE__UNROLL _Pragma("GCC unroll 16")
 #define MOE__NO_UNROLL _Pragma("GCC unroll 1")
 #endif
 #define MOE__CPU_AVX512_BASE (MOE_CPU_AVX512F | MOE_CPU_AVX512BW | MOE_CPU_AVX512VL | MOE_CPU_AVX512DQ)
@@ -861,7 +858,6 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
   return v;
 }
 
-#define MOE__DUAL_MR 5 /* rows of a two-panel tile: 20 accumulators leave compilers room */
 #define MOE__PF_MIN_ROWS 11 /* blocks with fewer rows leave the weight stream to the hardware prefetcher */
 
 /* ---- the tile kernels ------------------------------------------------------------------------
@@ -871,79 +867,39 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
  * Prefetch: the panels stream in sequentially, which the hardware prefetcher follows at full DRAM
  * bandwidth. Blocks of MOE__PF_MIN_ROWS rows or more compute long enough per panel for DRAM to idle,
  * so each of their tiles also pulls in its share of the panels the caller reads next (w_next).
- * Measured on Zen 4: software prefetch in smaller blocks (decode) cost 5-15% of bandwidth. */
-#define MOE__A_BCAST(r, i, full) \
-  _mm512_set1_epi32((int)((full) ? moe__load_u32(a_##r + 4 * (size_t)(i)) : moe__a_group(a_##r, i, g->kred, 4, elt)))
+ * Measured on Zen 4: software prefetch in smaller blocks (decode) cost 5-15% of bandwidth.
+ *
+ * The tiles themselves are generated (tools/gen_tiles.py): one function per tile height with named
+ * accumulators c<vector>_<row>, which every compiler keeps in registers at -O1..-O3. */
 
-#define MOE__PREFETCH() \
-  for (int l_ = 0; l_ < nx_lines && nx < nx_end; l_++) _mm_prefetch((const char *)nx, _MM_HINT_T1), nx += 64;
+/* The KR activations of a row at k-group i, broadcast to 16 lanes; the tail form reads only the
+ * elements below kred. */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_group(const uint8_t *a, int64_t i) {
+  return _mm512_set1_epi32((int)moe__load_u32(a + 4 * (size_t)i));
+}
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_tail(const uint8_t *a, int64_t i, int64_t kred, size_t elt) {
+  return _mm512_set1_epi32((int)moe__a_group(a, i, kred, 4, elt));
+}
 
-/* Accumulators and row pointers are named variables (c<v>_<row>, a_<row>), not arrays: compilers
- * keep those in registers at any optimization level; rows >= MR are dead code. */
-#define MOE__DUAL_ROW(r, DP, CAST, i, full)                                                                       \
-  if (MR > r) {                                                                                  \
-    const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                             \
-    c0_##r = DP(c0_##r, av_, p0_), c1_##r = DP(c1_##r, av_, p1_);                                \
-    c2_##r = DP(c2_##r, av_, q0_), c3_##r = DP(c3_##r, av_, q1_);                                \
+/* A tile's share of the next panels (w_next), spread evenly over its k steps. */
+typedef struct moe__prefetcher {
+  const uint8_t *next, *end;
+  int lines_per_step;
+} moe__prefetcher;
+static inline MOE__INLINE moe__prefetcher moe__prefetch_plan(const moe_gemm_args *g, int32_t r0, int tile, int64_t steps) {
+  moe__prefetcher pf = {NULL, NULL, 0};
+  if (g->w_next && g->mr >= MOE__PF_MIN_ROWS) {
+    const int64_t tiles = (g->mr + tile - 1) / tile, t = r0 / tile;
+    const int64_t lines = (int64_t)(g->w_next_bytes / 64), share = (lines + tiles - 1) / tiles;
+    const int64_t first = t * share, last = first + share < lines ? first + share : lines;
+    pf.next = g->w_next + 64 * first, pf.end = g->w_next + 64 * (last > first ? last : first);
+    pf.lines_per_step = (int)((share + steps - 1) / steps);
   }
-#define MOE__SINGLE_ROW(r, DP, CAST, i, full)                                                                     \
-  if (MR > r) {                                                                                  \
-    const CAST av_ = (CAST)MOE__A_BCAST(r, i, full);                                             \
-    c0_##r = DP(c0_##r, av_, p0_), c1_##r = DP(c1_##r, av_, p1_);                                \
-  }
-
-/* Two panels in lockstep (gate and up, or two neighbouring gemm2 panels): 4 accumulators per row. */
-#define MOE__DUAL_STEP(DP, CAST, i, full)                                                         \
-  do {                                                                                           \
-    const size_t off_ = (size_t)(i) * 128;                                                       \
-    const CAST p0_ = (CAST)_mm512_loadu_si512(w0 + off_), p1_ = (CAST)_mm512_loadu_si512(w0 + off_ + 64); \
-    const CAST q0_ = (CAST)_mm512_loadu_si512(w1 + off_), q1_ = (CAST)_mm512_loadu_si512(w1 + off_ + 64); \
-    MOE__PREFETCH()                                                                              \
-    MOE__DUAL_ROW(0, DP, CAST, i, full) MOE__DUAL_ROW(1, DP, CAST, i, full) MOE__DUAL_ROW(2, DP, CAST, i, full) MOE__DUAL_ROW(3, DP, CAST, i, full) MOE__DUAL_ROW(4, DP, CAST, i, full)                                                                                    \
-  } while (0)
-
-/* One panel: 2 accumulators per row. */
-#define MOE__SINGLE_STEP(DP, CAST, i, full)                                                       \
-  do {                                                                                           \
-    const size_t off_ = (size_t)(i) * 128;                                                       \
-    const CAST p0_ = (CAST)_mm512_loadu_si512(w0 + off_), p1_ = (CAST)_mm512_loadu_si512(w0 + off_ + 64); \
-    MOE__PREFETCH()                                                                              \
-    MOE__SINGLE_ROW(0, DP, CAST, i, full) MOE__SINGLE_ROW(1, DP, CAST, i, full) MOE__SINGLE_ROW(2, DP, CAST, i, full) MOE__SINGLE_ROW(3, DP, CAST, i, full) MOE__SINGLE_ROW(4, DP, CAST, i, full) MOE__SINGLE_ROW(5, DP, CAST, i, full) MOE__SINGLE_ROW(6, DP, CAST, i, full) MOE__SINGLE_ROW(7, DP, CAST, i, full) MOE__SINGLE_ROW(8, DP, CAST, i, full) MOE__SINGLE_ROW(9, DP, CAST, i, full) MOE__SINGLE_ROW(10, DP, CAST, i, full) MOE__SINGLE_ROW(11, DP, CAST, i, full)                                                                                  \
-  } while (0)
-
-/* The k loop of a tile, with its prefetch plan (see above). */
-#define MOE__K_LOOP(STEP, DP, CAST, KR, TILE)                                                     \
-  do {                                                                                           \
-    const int64_t full_ = g->kred / (KR), steps_ = (g->kred + (KR) - 1) / (KR);                  \
-    const int64_t tiles_ = (g->mr + (TILE) - 1) / (TILE), t_ = r0 / (TILE);                     \
-    const uint8_t *nx = NULL, *nx_end = NULL;                                                    \
-    int nx_lines = 0;                                                                            \
-    if (g->w_next && g->mr >= MOE__PF_MIN_ROWS) { /* this tile's share of the next panels, spread over its k steps */         \
-      const int64_t lines_ = (int64_t)(g->w_next_bytes / 64), share_ = (lines_ + tiles_ - 1) / tiles_; \
-      const int64_t first_ = t_ * share_, last_ = first_ + share_ < lines_ ? first_ + share_ : lines_; \
-      nx = g->w_next + 64 * first_, nx_end = g->w_next + 64 * (last_ > first_ ? last_ : first_); \
-      nx_lines = (int)((share_ + steps_ - 1) / steps_);                                          \
-    }                                                                                            \
-    MOE__NO_UNROLL for (int64_t i = 0; i < full_; i++) STEP(DP, CAST, i, 1);                     \
-    if (full_ < steps_) STEP(DP, CAST, full_, 0);                                                \
-  } while (0)
-
-#define MOE__ROW_PTR(r) const uint8_t *a_##r = MR > r ? (const uint8_t *)g->a[r0 + r] : NULL;
-#define MOE__DUAL_ACC(r) ACC c0_##r = ZERO(), c1_##r = ZERO(), c2_##r = ZERO(), c3_##r = ZERO();
-#define MOE__SINGLE_ACC(r) ACC c0_##r = ZERO(), c1_##r = ZERO();
-
-/* Tile bodies: declare the row pointers and accumulators, run the k loop. */
-#define MOE__DUAL_TILE(DP, CAST, KR, ELT)                                                   \
-  const size_t elt = ELT;                                                                   \
-  MOE__ROW_PTR(0) MOE__ROW_PTR(1) MOE__ROW_PTR(2) MOE__ROW_PTR(3) MOE__ROW_PTR(4) \
-  MOE__DUAL_ACC(0) MOE__DUAL_ACC(1) MOE__DUAL_ACC(2) MOE__DUAL_ACC(3) MOE__DUAL_ACC(4)                                                  \
-  MOE__K_LOOP(MOE__DUAL_STEP, DP, CAST, KR, MOE__DUAL_MR)
-#define MOE__SINGLE_TILE(DP, CAST, KR, ELT)                                                 \
-  const size_t elt = ELT;                                                                   \
-  MOE__ROW_PTR(0) MOE__ROW_PTR(1) MOE__ROW_PTR(2) MOE__ROW_PTR(3) MOE__ROW_PTR(4) MOE__ROW_PTR(5) MOE__ROW_PTR(6) MOE__ROW_PTR(7) MOE__ROW_PTR(8) MOE__ROW_PTR(9) MOE__ROW_PTR(10) MOE__ROW_PTR(11) \
-  MOE__SINGLE_ACC(0) MOE__SINGLE_ACC(1) MOE__SINGLE_ACC(2) MOE__SINGLE_ACC(3) MOE__SINGLE_ACC(4) MOE__SINGLE_ACC(5) \
-  MOE__SINGLE_ACC(6) MOE__SINGLE_ACC(7) MOE__SINGLE_ACC(8) MOE__SINGLE_ACC(9) MOE__SINGLE_ACC(10) MOE__SINGLE_ACC(11)                                              \
-  MOE__K_LOOP(MOE__SINGLE_STEP, DP, CAST, KR, 12)
+  return pf;
+}
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_step(moe__prefetcher *pf) {
+  for (int l = 0; l < pf->lines_per_step && pf->next < pf->end; l++, pf->next += 64) _mm_prefetch((const char *)pf->next, _MM_HINT_T1);
+}
 
 /* The dot-product instructions through inline asm that ties the accumulator to the destination
  * register: compiler intrinsics for these destructive instructions made gcc and clang copy and
@@ -957,40 +913,9 @@ MOE__AVX512_BF16 MOE__INLINE __m512 moe__dpbf16(__m512 acc, __m512bh a, __m512bh
   return acc;
 }
 
-/* Per-row epilogues over the named accumulators. */
-#define MOE__EACH5(F) F(0) F(1) F(2) F(3) F(4)
-#define MOE__EACH12(F) F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7) F(8) F(9) F(10) F(11)
-
-/* ---- BF16: c2 panels, vdpbf16ps ---------------------------------------------------------------- */
-#define ACC __m512
-#define ZERO _mm512_setzero_ps
-#define MOE__BF16_STORE1(r) if (MR > r) moe__gemm1_store_avx512(g, r0 + r, c0_##r, c1_##r, c2_##r, c3_##r);
-#define MOE__BF16_STORE2x2(r) if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 4, c0_##r, c1_##r, c2_##r, c3_##r);
-#define MOE__BF16_STORE2(r) if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 2, c0_##r, c1_##r, c0_##r, c1_##r);
-MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
-  MOE__DUAL_TILE(moe__dpbf16, __m512bh, 2, 2);
-  MOE__EACH5(MOE__BF16_STORE1)
-}
-/* gemm2 over two neighbouring panels (nr > 32). */
-MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  moe__prefetch_c_rows(g, r0, MR);
-  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
-  MOE__DUAL_TILE(moe__dpbf16, __m512bh, 2, 2);
-  MOE__EACH5(MOE__BF16_STORE2x2)
-}
-MOE__AVX512_BF16 MOE__INLINE void moe__bf16_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  moe__prefetch_c_rows(g, r0, MR);
-  const uint8_t *w0 = g->w;
-  MOE__SINGLE_TILE(moe__dpbf16, __m512bh, 2, 2);
-  MOE__EACH12(MOE__BF16_STORE2)
-}
-#undef ACC
-#undef ZERO
-
-/* ---- INT8: c4 panels with comp/scale header, vpdpbusd ------------------------------------------ */
-/* int32 sums minus the compensation, to f32, times the row scale, times the column scales: the
- * scalar kernel's order, so both give the same bits before the epilogue. */
+/* INT8 (c4 panels with a comp/scale header): int32 sums minus the compensation, to f32, times the
+ * row scale, times the column scales: the scalar kernel's order, so both give the same bits
+ * before the epilogue. */
 MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t *panel, int h, float a_scale) {
   __m512i comp = _mm512_loadu_si512(panel + 64 * h);
   __m512 col_scale = _mm512_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 64 * h));
@@ -998,108 +923,1867 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
   return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(a_scale)), col_scale);
 }
 
-#define ACC __m512i
-#define ZERO _mm512_setzero_si512
-#define MOE__QC8_DQ(v, r, p, h) moe__qc8_dequant(c##v##_##r, p, h, g->a_scale[r0 + r])
-#define MOE__QC8_STORE1(r) \
-  if (MR > r) moe__gemm1_store_avx512(g, r0 + r, MOE__QC8_DQ(0, r, p0, 0), MOE__QC8_DQ(1, r, p0, 1), MOE__QC8_DQ(2, r, p1, 0), MOE__QC8_DQ(3, r, p1, 1));
-#define MOE__QC8_STORE2x2(r) \
-  if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 4, MOE__QC8_DQ(0, r, p0, 0), MOE__QC8_DQ(1, r, p0, 1), MOE__QC8_DQ(2, r, p1, 0), MOE__QC8_DQ(3, r, p1, 1));
-#define MOE__QC8_STORE2(r) \
-  if (MR > r) moe__gemm2_store_avx512(g, r0 + r, 2, MOE__QC8_DQ(0, r, p0, 0), MOE__QC8_DQ(1, r, p0, 1), _mm512_setzero_ps(), _mm512_setzero_ps());
-MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm1_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes, *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
-  MOE__DUAL_TILE(moe__dpbusd, __m512i, 4, 1);
-  MOE__EACH5(MOE__QC8_STORE1)
-}
-MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2x2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  moe__prefetch_c_rows(g, r0, MR);
-  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes, *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
-  MOE__DUAL_TILE(moe__dpbusd, __m512i, 4, 1);
-  MOE__EACH5(MOE__QC8_STORE2x2)
-}
-MOE__AVX512_VNNI MOE__INLINE void moe__qc8_gemm2_tile(const moe_gemm_args *g, int32_t r0, const int MR) {
-  moe__prefetch_c_rows(g, r0, MR);
-  const uint8_t *p0 = g->w, *w0 = p0 + MOE_NR * 8;
-  MOE__SINGLE_TILE(moe__dpbusd, __m512i, 4, 1);
-  MOE__EACH12(MOE__QC8_STORE2)
-}
-#undef ACC
-#undef ZERO
-#undef MOE__BF16_STORE1
-#undef MOE__BF16_STORE2x2
-#undef MOE__BF16_STORE2
-#undef MOE__QC8_DQ
-#undef MOE__QC8_STORE1
-#undef MOE__QC8_STORE2x2
-#undef MOE__QC8_STORE2
-#undef MOE__EACH5
-#undef MOE__EACH12
-#undef MOE__ROW_PTR
-#undef MOE__DUAL_ACC
-#undef MOE__SINGLE_ACC
-#undef MOE__DUAL_ROW
-#undef MOE__SINGLE_ROW
-#undef MOE__A_BCAST
-#undef MOE__PREFETCH
-#undef MOE__DUAL_STEP
-#undef MOE__SINGLE_STEP
-#undef MOE__K_LOOP
-#undef MOE__DUAL_TILE
-#undef MOE__SINGLE_TILE
-
-/* Row tiling: full tiles of TILE rows, then one tile of the remaining rows. Each tile height is
- * its own function (a compile-time MR, never inlined back into one), so that every compiler keeps
- * the accumulators of exactly MR rows in registers. */
+/* Each tile height is its own function (a compile-time MR, never inlined back into one). */
 #define MOE__NOINLINE __attribute__((noinline))
-#define MOE__TILE_AT(attr, tile_fn, n) \
-  attr MOE__NOINLINE void tile_fn##_##n(const moe_gemm_args *g, int32_t r0) { tile_fn(g, r0, n); }
-#define MOE__TILE_FNS5(attr, tile_fn) \
-  MOE__TILE_AT(attr, tile_fn, 1) MOE__TILE_AT(attr, tile_fn, 2) MOE__TILE_AT(attr, tile_fn, 3) \
-  MOE__TILE_AT(attr, tile_fn, 4) MOE__TILE_AT(attr, tile_fn, 5)
-#define MOE__TILE_FNS12(attr, tile_fn) MOE__TILE_FNS5(attr, tile_fn) \
-  MOE__TILE_AT(attr, tile_fn, 6) MOE__TILE_AT(attr, tile_fn, 7) MOE__TILE_AT(attr, tile_fn, 8) \
-  MOE__TILE_AT(attr, tile_fn, 9) MOE__TILE_AT(attr, tile_fn, 10) MOE__TILE_AT(attr, tile_fn, 11) \
-  MOE__TILE_AT(attr, tile_fn, 12)
-MOE__TILE_FNS5(MOE__AVX512_BF16_FN, moe__bf16_gemm1_tile)
-MOE__TILE_FNS5(MOE__AVX512_BF16_FN, moe__bf16_gemm2x2_tile)
-MOE__TILE_FNS12(MOE__AVX512_BF16_FN, moe__bf16_gemm2_tile)
-MOE__TILE_FNS5(MOE__AVX512_VNNI_FN, moe__qc8_gemm1_tile)
-MOE__TILE_FNS5(MOE__AVX512_VNNI_FN, moe__qc8_gemm2x2_tile)
-MOE__TILE_FNS12(MOE__AVX512_VNNI_FN, moe__qc8_gemm2_tile)
 
-#define MOE__CASE(tile_fn, g, r0, n) case n: tile_fn##_##n(g, r0); break;
-#define MOE__TILES5(tile_fn, g)                                                                  \
-  for (int32_t r0 = 0; r0 < (g)->mr; r0 += 5) switch ((g)->mr - r0 < 5 ? (g)->mr - r0 : 5) {    \
-    MOE__CASE(tile_fn, g, r0, 1) MOE__CASE(tile_fn, g, r0, 2) MOE__CASE(tile_fn, g, r0, 3)       \
-    MOE__CASE(tile_fn, g, r0, 4) default: tile_fn##_5(g, r0); break;                            \
+/* ==== BEGIN GENERATED by tools/gen_tiles.py: do not edit by hand ==== */
+/* bf16 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_1(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
   }
-#define MOE__TILES12(tile_fn, g)                                                                   \
-  for (int32_t r0 = 0; r0 < (g)->mr; r0 += 12) switch ((g)->mr - r0 < 12 ? (g)->mr - r0 : 12) {    \
-    MOE__CASE(tile_fn, g, r0, 1) MOE__CASE(tile_fn, g, r0, 2) MOE__CASE(tile_fn, g, r0, 3)         \
-    MOE__CASE(tile_fn, g, r0, 4) MOE__CASE(tile_fn, g, r0, 5) MOE__CASE(tile_fn, g, r0, 6)         \
-    MOE__CASE(tile_fn, g, r0, 7) MOE__CASE(tile_fn, g, r0, 8) MOE__CASE(tile_fn, g, r0, 9)         \
-    MOE__CASE(tile_fn, g, r0, 10) MOE__CASE(tile_fn, g, r0, 11) default: tile_fn##_12(g, r0); break; \
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
   }
+  moe__gemm1_store_avx512(g, r0 + 0, c0_0, c1_0, c2_0, c3_0);
+}
 
-/* gemm1 tiles: 5 rows x (32 gate + 32 up) columns. gemm2: 5 rows x 64 columns (two panels) while
- * nr > 32, else 12 rows x 32 columns. */
-MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16(const moe_gemm_args *g) { MOE__TILES5(moe__bf16_gemm1_tile, g) }
+/* bf16 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_2(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm1_store_avx512(g, r0 + 1, c0_1, c1_1, c2_1, c3_1);
+}
+
+/* bf16 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_3(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm1_store_avx512(g, r0 + 1, c0_1, c1_1, c2_1, c3_1);
+  moe__gemm1_store_avx512(g, r0 + 2, c0_2, c1_2, c2_2, c3_2);
+}
+
+/* bf16 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_4(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm1_store_avx512(g, r0 + 1, c0_1, c1_1, c2_1, c3_1);
+  moe__gemm1_store_avx512(g, r0 + 2, c0_2, c1_2, c2_2, c3_2);
+  moe__gemm1_store_avx512(g, r0 + 3, c0_3, c1_3, c2_3, c3_3);
+}
+
+/* bf16 gemm1, 5 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_5(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps(), c2_4 = _mm512_setzero_ps(), c3_4 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm1_store_avx512(g, r0 + 1, c0_1, c1_1, c2_1, c3_1);
+  moe__gemm1_store_avx512(g, r0 + 2, c0_2, c1_2, c2_2, c3_2);
+  moe__gemm1_store_avx512(g, r0 + 3, c0_3, c1_3, c2_3, c3_3);
+  moe__gemm1_store_avx512(g, r0 + 4, c0_4, c1_4, c2_4, c3_4);
+}
+
+/* bf16 gemm1 over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_BF16 void moe__bf16_gemm1_rows(const moe_gemm_args *g) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__bf16_gemm1_tile_1(g, r0); break;
+    case 2: moe__bf16_gemm1_tile_2(g, r0); break;
+    case 3: moe__bf16_gemm1_tile_3(g, r0); break;
+    case 4: moe__bf16_gemm1_tile_4(g, r0); break;
+    default: moe__bf16_gemm1_tile_5(g, r0); break;
+    }
+  }
+}
+
+/* bf16 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 1);
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, c0_0, c1_0, c2_0, c3_0);
+}
+
+/* bf16 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 2);
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 4, c0_1, c1_1, c2_1, c3_1);
+}
+
+/* bf16 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 3);
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 4, c0_1, c1_1, c2_1, c3_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 4, c0_2, c1_2, c2_2, c3_2);
+}
+
+/* bf16 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 4);
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 4, c0_1, c1_1, c2_1, c3_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 4, c0_2, c1_2, c2_2, c3_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 4, c0_3, c1_3, c2_3, c3_3);
+}
+
+/* bf16 gemm2x2, 5 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_5(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 5);
+  const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps(), c2_4 = _mm512_setzero_ps(), c3_4 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, c0_0, c1_0, c2_0, c3_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 4, c0_1, c1_1, c2_1, c3_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 4, c0_2, c1_2, c2_2, c3_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 4, c0_3, c1_3, c2_3, c3_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 4, c0_4, c1_4, c2_4, c3_4);
+}
+
+/* bf16 gemm2x2 over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_BF16 void moe__bf16_gemm2x2_rows(const moe_gemm_args *g) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__bf16_gemm2x2_tile_1(g, r0); break;
+    case 2: moe__bf16_gemm2x2_tile_2(g, r0); break;
+    case 3: moe__bf16_gemm2x2_tile_3(g, r0); break;
+    case 4: moe__bf16_gemm2x2_tile_4(g, r0); break;
+    default: moe__bf16_gemm2x2_tile_5(g, r0); break;
+    }
+  }
+}
+
+/* bf16 gemm2, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_1(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 1);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+}
+
+/* bf16 gemm2, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_2(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 2);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+}
+
+/* bf16 gemm2, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_3(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 3);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+}
+
+/* bf16 gemm2, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_4(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 4);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+}
+
+/* bf16 gemm2, 5 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_5(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 5);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+}
+
+/* bf16 gemm2, 6 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_6(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 6);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a5, full, g->kred, 2); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+  moe__gemm2_store_avx512(g, r0 + 5, 2, c0_5, c1_5, c0_5, c1_5);
+}
+
+/* bf16 gemm2, 7 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_7(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 7);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
+  __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a5, full, g->kred, 2); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a6, full, g->kred, 2); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+  moe__gemm2_store_avx512(g, r0 + 5, 2, c0_5, c1_5, c0_5, c1_5);
+  moe__gemm2_store_avx512(g, r0 + 6, 2, c0_6, c1_6, c0_6, c1_6);
+}
+
+/* bf16 gemm2, 8 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_8(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 8);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
+  __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
+  __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a5, full, g->kred, 2); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a6, full, g->kred, 2); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a7, full, g->kred, 2); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+  moe__gemm2_store_avx512(g, r0 + 5, 2, c0_5, c1_5, c0_5, c1_5);
+  moe__gemm2_store_avx512(g, r0 + 6, 2, c0_6, c1_6, c0_6, c1_6);
+  moe__gemm2_store_avx512(g, r0 + 7, 2, c0_7, c1_7, c0_7, c1_7);
+}
+
+/* bf16 gemm2, 9 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_9(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 9);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
+  __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
+  __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
+  __m512 c0_8 = _mm512_setzero_ps(), c1_8 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a5, full, g->kred, 2); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a6, full, g->kred, 2); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a7, full, g->kred, 2); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a8, full, g->kred, 2); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+  moe__gemm2_store_avx512(g, r0 + 5, 2, c0_5, c1_5, c0_5, c1_5);
+  moe__gemm2_store_avx512(g, r0 + 6, 2, c0_6, c1_6, c0_6, c1_6);
+  moe__gemm2_store_avx512(g, r0 + 7, 2, c0_7, c1_7, c0_7, c1_7);
+  moe__gemm2_store_avx512(g, r0 + 8, 2, c0_8, c1_8, c0_8, c1_8);
+}
+
+/* bf16 gemm2, 10 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_10(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 10);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
+  __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
+  __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
+  __m512 c0_8 = _mm512_setzero_ps(), c1_8 = _mm512_setzero_ps();
+  __m512 c0_9 = _mm512_setzero_ps(), c1_9 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a5, full, g->kred, 2); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a6, full, g->kred, 2); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a7, full, g->kred, 2); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a8, full, g->kred, 2); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a9, full, g->kred, 2); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+  moe__gemm2_store_avx512(g, r0 + 5, 2, c0_5, c1_5, c0_5, c1_5);
+  moe__gemm2_store_avx512(g, r0 + 6, 2, c0_6, c1_6, c0_6, c1_6);
+  moe__gemm2_store_avx512(g, r0 + 7, 2, c0_7, c1_7, c0_7, c1_7);
+  moe__gemm2_store_avx512(g, r0 + 8, 2, c0_8, c1_8, c0_8, c1_8);
+  moe__gemm2_store_avx512(g, r0 + 9, 2, c0_9, c1_9, c0_9, c1_9);
+}
+
+/* bf16 gemm2, 11 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_11(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 11);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
+  __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
+  __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
+  __m512 c0_8 = _mm512_setzero_ps(), c1_8 = _mm512_setzero_ps();
+  __m512 c0_9 = _mm512_setzero_ps(), c1_9 = _mm512_setzero_ps();
+  __m512 c0_10 = _mm512_setzero_ps(), c1_10 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a5, full, g->kred, 2); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a6, full, g->kred, 2); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a7, full, g->kred, 2); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a8, full, g->kred, 2); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a9, full, g->kred, 2); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a10, full, g->kred, 2); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+  moe__gemm2_store_avx512(g, r0 + 5, 2, c0_5, c1_5, c0_5, c1_5);
+  moe__gemm2_store_avx512(g, r0 + 6, 2, c0_6, c1_6, c0_6, c1_6);
+  moe__gemm2_store_avx512(g, r0 + 7, 2, c0_7, c1_7, c0_7, c1_7);
+  moe__gemm2_store_avx512(g, r0 + 8, 2, c0_8, c1_8, c0_8, c1_8);
+  moe__gemm2_store_avx512(g, r0 + 9, 2, c0_9, c1_9, c0_9, c1_9);
+  moe__gemm2_store_avx512(g, r0 + 10, 2, c0_10, c1_10, c0_10, c1_10);
+}
+
+/* bf16 gemm2, 12 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_12(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 12);
+  const uint8_t *w0 = g->w;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
+  const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+  __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
+  __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
+  __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
+  __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
+  __m512 c0_8 = _mm512_setzero_ps(), c1_8 = _mm512_setzero_ps();
+  __m512 c0_9 = _mm512_setzero_ps(), c1_9 = _mm512_setzero_ps();
+  __m512 c0_10 = _mm512_setzero_ps(), c1_10 = _mm512_setzero_ps();
+  __m512 c0_11 = _mm512_setzero_ps(), c1_11 = _mm512_setzero_ps();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a11, i); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a0, full, g->kred, 2); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a1, full, g->kred, 2); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a2, full, g->kred, 2); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a3, full, g->kred, 2); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a4, full, g->kred, 2); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a5, full, g->kred, 2); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a6, full, g->kred, 2); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a7, full, g->kred, 2); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a8, full, g->kred, 2); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a9, full, g->kred, 2); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a10, full, g->kred, 2); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_tail(a11, full, g->kred, 2); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, c0_0, c1_0, c0_0, c1_0);
+  moe__gemm2_store_avx512(g, r0 + 1, 2, c0_1, c1_1, c0_1, c1_1);
+  moe__gemm2_store_avx512(g, r0 + 2, 2, c0_2, c1_2, c0_2, c1_2);
+  moe__gemm2_store_avx512(g, r0 + 3, 2, c0_3, c1_3, c0_3, c1_3);
+  moe__gemm2_store_avx512(g, r0 + 4, 2, c0_4, c1_4, c0_4, c1_4);
+  moe__gemm2_store_avx512(g, r0 + 5, 2, c0_5, c1_5, c0_5, c1_5);
+  moe__gemm2_store_avx512(g, r0 + 6, 2, c0_6, c1_6, c0_6, c1_6);
+  moe__gemm2_store_avx512(g, r0 + 7, 2, c0_7, c1_7, c0_7, c1_7);
+  moe__gemm2_store_avx512(g, r0 + 8, 2, c0_8, c1_8, c0_8, c1_8);
+  moe__gemm2_store_avx512(g, r0 + 9, 2, c0_9, c1_9, c0_9, c1_9);
+  moe__gemm2_store_avx512(g, r0 + 10, 2, c0_10, c1_10, c0_10, c1_10);
+  moe__gemm2_store_avx512(g, r0 + 11, 2, c0_11, c1_11, c0_11, c1_11);
+}
+
+/* bf16 gemm2 over any mr: tiles of 12 rows, then the rest */
+MOE__AVX512_BF16 void moe__bf16_gemm2_rows(const moe_gemm_args *g) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
+    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
+    case 1: moe__bf16_gemm2_tile_1(g, r0); break;
+    case 2: moe__bf16_gemm2_tile_2(g, r0); break;
+    case 3: moe__bf16_gemm2_tile_3(g, r0); break;
+    case 4: moe__bf16_gemm2_tile_4(g, r0); break;
+    case 5: moe__bf16_gemm2_tile_5(g, r0); break;
+    case 6: moe__bf16_gemm2_tile_6(g, r0); break;
+    case 7: moe__bf16_gemm2_tile_7(g, r0); break;
+    case 8: moe__bf16_gemm2_tile_8(g, r0); break;
+    case 9: moe__bf16_gemm2_tile_9(g, r0); break;
+    case 10: moe__bf16_gemm2_tile_10(g, r0); break;
+    case 11: moe__bf16_gemm2_tile_11(g, r0); break;
+    default: moe__bf16_gemm2_tile_12(g, r0); break;
+    }
+  }
+}
+
+/* qc8 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_1(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+}
+
+/* qc8 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_2(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm1_store_avx512(g, r0 + 1, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+}
+
+/* qc8 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_3(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm1_store_avx512(g, r0 + 1, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+  moe__gemm1_store_avx512(g, r0 + 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), moe__qc8_dequant(c2_2, p1, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c3_2, p1, 1, g->a_scale[r0 + 2]));
+}
+
+/* qc8 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_4(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm1_store_avx512(g, r0 + 1, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+  moe__gemm1_store_avx512(g, r0 + 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), moe__qc8_dequant(c2_2, p1, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c3_2, p1, 1, g->a_scale[r0 + 2]));
+  moe__gemm1_store_avx512(g, r0 + 3, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), moe__qc8_dequant(c2_3, p1, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c3_3, p1, 1, g->a_scale[r0 + 3]));
+}
+
+/* qc8 gemm1, 5 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_5(const moe_gemm_args *g, int32_t r0) {
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512(), c2_4 = _mm512_setzero_si512(), c3_4 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+  }
+  moe__gemm1_store_avx512(g, r0 + 0, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm1_store_avx512(g, r0 + 1, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+  moe__gemm1_store_avx512(g, r0 + 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), moe__qc8_dequant(c2_2, p1, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c3_2, p1, 1, g->a_scale[r0 + 2]));
+  moe__gemm1_store_avx512(g, r0 + 3, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), moe__qc8_dequant(c2_3, p1, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c3_3, p1, 1, g->a_scale[r0 + 3]));
+  moe__gemm1_store_avx512(g, r0 + 4, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), moe__qc8_dequant(c2_4, p1, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c3_4, p1, 1, g->a_scale[r0 + 4]));
+}
+
+/* qc8 gemm1 over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_VNNI void moe__qc8_gemm1_rows(const moe_gemm_args *g) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__qc8_gemm1_tile_1(g, r0); break;
+    case 2: moe__qc8_gemm1_tile_2(g, r0); break;
+    case 3: moe__qc8_gemm1_tile_3(g, r0); break;
+    case 4: moe__qc8_gemm1_tile_4(g, r0); break;
+    default: moe__qc8_gemm1_tile_5(g, r0); break;
+    }
+  }
+}
+
+/* qc8 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 1);
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+}
+
+/* qc8 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 2);
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm2_store_avx512(g, r0 + 1, 4, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+}
+
+/* qc8 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 3);
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm2_store_avx512(g, r0 + 1, 4, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+  moe__gemm2_store_avx512(g, r0 + 2, 4, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), moe__qc8_dequant(c2_2, p1, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c3_2, p1, 1, g->a_scale[r0 + 2]));
+}
+
+/* qc8 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 4);
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm2_store_avx512(g, r0 + 1, 4, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+  moe__gemm2_store_avx512(g, r0 + 2, 4, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), moe__qc8_dequant(c2_2, p1, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c3_2, p1, 1, g->a_scale[r0 + 2]));
+  moe__gemm2_store_avx512(g, r0 + 3, 4, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), moe__qc8_dequant(c2_3, p1, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c3_3, p1, 1, g->a_scale[r0 + 3]));
+}
+
+/* qc8 gemm2x2, 5 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_5(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 5);
+  const uint8_t *p0 = g->w, *p1 = g->w + g->panel_bytes;
+  const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512(), c2_4 = _mm512_setzero_si512(), c3_4 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 4, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), moe__qc8_dequant(c2_0, p1, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c3_0, p1, 1, g->a_scale[r0 + 0]));
+  moe__gemm2_store_avx512(g, r0 + 1, 4, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), moe__qc8_dequant(c2_1, p1, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c3_1, p1, 1, g->a_scale[r0 + 1]));
+  moe__gemm2_store_avx512(g, r0 + 2, 4, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), moe__qc8_dequant(c2_2, p1, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c3_2, p1, 1, g->a_scale[r0 + 2]));
+  moe__gemm2_store_avx512(g, r0 + 3, 4, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), moe__qc8_dequant(c2_3, p1, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c3_3, p1, 1, g->a_scale[r0 + 3]));
+  moe__gemm2_store_avx512(g, r0 + 4, 4, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), moe__qc8_dequant(c2_4, p1, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c3_4, p1, 1, g->a_scale[r0 + 4]));
+}
+
+/* qc8 gemm2x2 over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_VNNI void moe__qc8_gemm2x2_rows(const moe_gemm_args *g) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__qc8_gemm2x2_tile_1(g, r0); break;
+    case 2: moe__qc8_gemm2x2_tile_2(g, r0); break;
+    case 3: moe__qc8_gemm2x2_tile_3(g, r0); break;
+    case 4: moe__qc8_gemm2x2_tile_4(g, r0); break;
+    default: moe__qc8_gemm2x2_tile_5(g, r0); break;
+    }
+  }
+}
+
+/* qc8 gemm2, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_1(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 1);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_2(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 2);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_3(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 3);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_4(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 4);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 5 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_5(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 5);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 6 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_6(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 6);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_tail(a5, full, g->kred, 1); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 5, 2, moe__qc8_dequant(c0_5, p0, 0, g->a_scale[r0 + 5]), moe__qc8_dequant(c1_5, p0, 1, g->a_scale[r0 + 5]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 7 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_7(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 7);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
+  __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_tail(a5, full, g->kred, 1); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_tail(a6, full, g->kred, 1); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 5, 2, moe__qc8_dequant(c0_5, p0, 0, g->a_scale[r0 + 5]), moe__qc8_dequant(c1_5, p0, 1, g->a_scale[r0 + 5]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 6, 2, moe__qc8_dequant(c0_6, p0, 0, g->a_scale[r0 + 6]), moe__qc8_dequant(c1_6, p0, 1, g->a_scale[r0 + 6]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 8 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_8(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 8);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
+  __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
+  __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_tail(a5, full, g->kred, 1); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_tail(a6, full, g->kred, 1); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_tail(a7, full, g->kred, 1); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 5, 2, moe__qc8_dequant(c0_5, p0, 0, g->a_scale[r0 + 5]), moe__qc8_dequant(c1_5, p0, 1, g->a_scale[r0 + 5]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 6, 2, moe__qc8_dequant(c0_6, p0, 0, g->a_scale[r0 + 6]), moe__qc8_dequant(c1_6, p0, 1, g->a_scale[r0 + 6]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 7, 2, moe__qc8_dequant(c0_7, p0, 0, g->a_scale[r0 + 7]), moe__qc8_dequant(c1_7, p0, 1, g->a_scale[r0 + 7]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 9 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_9(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 9);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
+  __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
+  __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
+  __m512i c0_8 = _mm512_setzero_si512(), c1_8 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_tail(a5, full, g->kred, 1); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_tail(a6, full, g->kred, 1); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_tail(a7, full, g->kred, 1); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_tail(a8, full, g->kred, 1); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 5, 2, moe__qc8_dequant(c0_5, p0, 0, g->a_scale[r0 + 5]), moe__qc8_dequant(c1_5, p0, 1, g->a_scale[r0 + 5]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 6, 2, moe__qc8_dequant(c0_6, p0, 0, g->a_scale[r0 + 6]), moe__qc8_dequant(c1_6, p0, 1, g->a_scale[r0 + 6]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 7, 2, moe__qc8_dequant(c0_7, p0, 0, g->a_scale[r0 + 7]), moe__qc8_dequant(c1_7, p0, 1, g->a_scale[r0 + 7]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 8, 2, moe__qc8_dequant(c0_8, p0, 0, g->a_scale[r0 + 8]), moe__qc8_dequant(c1_8, p0, 1, g->a_scale[r0 + 8]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 10 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_10(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 10);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
+  __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
+  __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
+  __m512i c0_8 = _mm512_setzero_si512(), c1_8 = _mm512_setzero_si512();
+  __m512i c0_9 = _mm512_setzero_si512(), c1_9 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_tail(a5, full, g->kred, 1); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_tail(a6, full, g->kred, 1); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_tail(a7, full, g->kred, 1); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_tail(a8, full, g->kred, 1); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    { const __m512i a = moe__bcast_tail(a9, full, g->kred, 1); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 5, 2, moe__qc8_dequant(c0_5, p0, 0, g->a_scale[r0 + 5]), moe__qc8_dequant(c1_5, p0, 1, g->a_scale[r0 + 5]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 6, 2, moe__qc8_dequant(c0_6, p0, 0, g->a_scale[r0 + 6]), moe__qc8_dequant(c1_6, p0, 1, g->a_scale[r0 + 6]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 7, 2, moe__qc8_dequant(c0_7, p0, 0, g->a_scale[r0 + 7]), moe__qc8_dequant(c1_7, p0, 1, g->a_scale[r0 + 7]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 8, 2, moe__qc8_dequant(c0_8, p0, 0, g->a_scale[r0 + 8]), moe__qc8_dequant(c1_8, p0, 1, g->a_scale[r0 + 8]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 9, 2, moe__qc8_dequant(c0_9, p0, 0, g->a_scale[r0 + 9]), moe__qc8_dequant(c1_9, p0, 1, g->a_scale[r0 + 9]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 11 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_11(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 11);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
+  __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
+  __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
+  __m512i c0_8 = _mm512_setzero_si512(), c1_8 = _mm512_setzero_si512();
+  __m512i c0_9 = _mm512_setzero_si512(), c1_9 = _mm512_setzero_si512();
+  __m512i c0_10 = _mm512_setzero_si512(), c1_10 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+    { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_tail(a5, full, g->kred, 1); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_tail(a6, full, g->kred, 1); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_tail(a7, full, g->kred, 1); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_tail(a8, full, g->kred, 1); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    { const __m512i a = moe__bcast_tail(a9, full, g->kred, 1); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+    { const __m512i a = moe__bcast_tail(a10, full, g->kred, 1); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 5, 2, moe__qc8_dequant(c0_5, p0, 0, g->a_scale[r0 + 5]), moe__qc8_dequant(c1_5, p0, 1, g->a_scale[r0 + 5]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 6, 2, moe__qc8_dequant(c0_6, p0, 0, g->a_scale[r0 + 6]), moe__qc8_dequant(c1_6, p0, 1, g->a_scale[r0 + 6]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 7, 2, moe__qc8_dequant(c0_7, p0, 0, g->a_scale[r0 + 7]), moe__qc8_dequant(c1_7, p0, 1, g->a_scale[r0 + 7]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 8, 2, moe__qc8_dequant(c0_8, p0, 0, g->a_scale[r0 + 8]), moe__qc8_dequant(c1_8, p0, 1, g->a_scale[r0 + 8]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 9, 2, moe__qc8_dequant(c0_9, p0, 0, g->a_scale[r0 + 9]), moe__qc8_dequant(c1_9, p0, 1, g->a_scale[r0 + 9]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 10, 2, moe__qc8_dequant(c0_10, p0, 0, g->a_scale[r0 + 10]), moe__qc8_dequant(c1_10, p0, 1, g->a_scale[r0 + 10]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2, 12 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_12(const moe_gemm_args *g, int32_t r0) {
+  moe__prefetch_c_rows(g, r0, 12);
+  const uint8_t *p0 = g->w;
+  const uint8_t *w0 = p0 + MOE_NR * 8;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
+  const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+  __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
+  __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
+  __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
+  __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
+  __m512i c0_8 = _mm512_setzero_si512(), c1_8 = _mm512_setzero_si512();
+  __m512i c0_9 = _mm512_setzero_si512(), c1_9 = _mm512_setzero_si512();
+  __m512i c0_10 = _mm512_setzero_si512(), c1_10 = _mm512_setzero_si512();
+  __m512i c0_11 = _mm512_setzero_si512(), c1_11 = _mm512_setzero_si512();
+  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+    const size_t off = (size_t)i * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+    { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+    { const __m512i a = moe__bcast_group(a11, i); c0_11 = moe__dpbusd(c0_11, a, v0); c1_11 = moe__dpbusd(c1_11, a, v1); }
+  }
+  if (full < steps) { /* a partial last k-group: activations padded with zeros */
+    const size_t off = (size_t)full * 128;
+    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+    moe__prefetch_step(&pf);
+    { const __m512i a = moe__bcast_tail(a0, full, g->kred, 1); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    { const __m512i a = moe__bcast_tail(a1, full, g->kred, 1); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    { const __m512i a = moe__bcast_tail(a2, full, g->kred, 1); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    { const __m512i a = moe__bcast_tail(a3, full, g->kred, 1); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    { const __m512i a = moe__bcast_tail(a4, full, g->kred, 1); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    { const __m512i a = moe__bcast_tail(a5, full, g->kred, 1); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    { const __m512i a = moe__bcast_tail(a6, full, g->kred, 1); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    { const __m512i a = moe__bcast_tail(a7, full, g->kred, 1); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    { const __m512i a = moe__bcast_tail(a8, full, g->kred, 1); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    { const __m512i a = moe__bcast_tail(a9, full, g->kred, 1); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+    { const __m512i a = moe__bcast_tail(a10, full, g->kred, 1); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+    { const __m512i a = moe__bcast_tail(a11, full, g->kred, 1); c0_11 = moe__dpbusd(c0_11, a, v0); c1_11 = moe__dpbusd(c1_11, a, v1); }
+  }
+  moe__gemm2_store_avx512(g, r0 + 0, 2, moe__qc8_dequant(c0_0, p0, 0, g->a_scale[r0 + 0]), moe__qc8_dequant(c1_0, p0, 1, g->a_scale[r0 + 0]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 1, 2, moe__qc8_dequant(c0_1, p0, 0, g->a_scale[r0 + 1]), moe__qc8_dequant(c1_1, p0, 1, g->a_scale[r0 + 1]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 2, 2, moe__qc8_dequant(c0_2, p0, 0, g->a_scale[r0 + 2]), moe__qc8_dequant(c1_2, p0, 1, g->a_scale[r0 + 2]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 3, 2, moe__qc8_dequant(c0_3, p0, 0, g->a_scale[r0 + 3]), moe__qc8_dequant(c1_3, p0, 1, g->a_scale[r0 + 3]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 4, 2, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 5, 2, moe__qc8_dequant(c0_5, p0, 0, g->a_scale[r0 + 5]), moe__qc8_dequant(c1_5, p0, 1, g->a_scale[r0 + 5]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 6, 2, moe__qc8_dequant(c0_6, p0, 0, g->a_scale[r0 + 6]), moe__qc8_dequant(c1_6, p0, 1, g->a_scale[r0 + 6]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 7, 2, moe__qc8_dequant(c0_7, p0, 0, g->a_scale[r0 + 7]), moe__qc8_dequant(c1_7, p0, 1, g->a_scale[r0 + 7]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 8, 2, moe__qc8_dequant(c0_8, p0, 0, g->a_scale[r0 + 8]), moe__qc8_dequant(c1_8, p0, 1, g->a_scale[r0 + 8]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 9, 2, moe__qc8_dequant(c0_9, p0, 0, g->a_scale[r0 + 9]), moe__qc8_dequant(c1_9, p0, 1, g->a_scale[r0 + 9]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 10, 2, moe__qc8_dequant(c0_10, p0, 0, g->a_scale[r0 + 10]), moe__qc8_dequant(c1_10, p0, 1, g->a_scale[r0 + 10]), _mm512_setzero_ps(), _mm512_setzero_ps());
+  moe__gemm2_store_avx512(g, r0 + 11, 2, moe__qc8_dequant(c0_11, p0, 0, g->a_scale[r0 + 11]), moe__qc8_dequant(c1_11, p0, 1, g->a_scale[r0 + 11]), _mm512_setzero_ps(), _mm512_setzero_ps());
+}
+
+/* qc8 gemm2 over any mr: tiles of 12 rows, then the rest */
+MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
+    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
+    case 1: moe__qc8_gemm2_tile_1(g, r0); break;
+    case 2: moe__qc8_gemm2_tile_2(g, r0); break;
+    case 3: moe__qc8_gemm2_tile_3(g, r0); break;
+    case 4: moe__qc8_gemm2_tile_4(g, r0); break;
+    case 5: moe__qc8_gemm2_tile_5(g, r0); break;
+    case 6: moe__qc8_gemm2_tile_6(g, r0); break;
+    case 7: moe__qc8_gemm2_tile_7(g, r0); break;
+    case 8: moe__qc8_gemm2_tile_8(g, r0); break;
+    case 9: moe__qc8_gemm2_tile_9(g, r0); break;
+    case 10: moe__qc8_gemm2_tile_10(g, r0); break;
+    case 11: moe__qc8_gemm2_tile_11(g, r0); break;
+    default: moe__qc8_gemm2_tile_12(g, r0); break;
+    }
+  }
+}
+/* ==== END GENERATED ==== */
+
+/* The kernels of the list. gemm1: tiles of 5 rows x (32 gate + 32 up) columns. gemm2: 5 rows x 64
+ * columns (two panels) while nr > 32, else 12 rows x 32 columns. */
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16(const moe_gemm_args *g) { moe__bf16_gemm1_rows(g); }
 MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16(const moe_gemm_args *g) {
-  if (g->nr > MOE_NR) { MOE__TILES5(moe__bf16_gemm2x2_tile, g) }
-  else { MOE__TILES12(moe__bf16_gemm2_tile, g) }
+  if (g->nr > MOE_NR) moe__bf16_gemm2x2_rows(g);
+  else moe__bf16_gemm2_rows(g);
 }
-MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) { MOE__TILES5(moe__qc8_gemm1_tile, g) }
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) { moe__qc8_gemm1_rows(g); }
 MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(const moe_gemm_args *g) {
-  if (g->nr > MOE_NR) { MOE__TILES5(moe__qc8_gemm2x2_tile, g) }
-  else { MOE__TILES12(moe__qc8_gemm2_tile, g) }
+  if (g->nr > MOE_NR) moe__qc8_gemm2x2_rows(g);
+  else moe__qc8_gemm2_rows(g);
 }
-#undef MOE__CASE
-#undef MOE__TILES5
-#undef MOE__TILES12
-#undef MOE__TILE_AT
-#undef MOE__TILE_FNS5
-#undef MOE__TILE_FNS12
 /* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
 static inline __mmask16 moe__tail_mask(int64_t left) { return (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1); }
 
