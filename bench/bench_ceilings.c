@@ -1,0 +1,166 @@
+/* bench_ceilings.c — the read-bandwidth probe and the dot-product peaks. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench_ceilings.h"
+#include "bench_common.h"
+
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROBE_BYTES (1ull << 30)
+#define PROBE_PARTS 16 /* 64 MiB each, timed alone: the best part is the rate */
+#define PROBE_CHUNK (4ull << 20)
+
+struct probe_ctx {
+  const uint8_t *buf;
+  uint64_t sink[PROBE_BYTES / PROBE_CHUNK];
+};
+
+/* Sums one chunk with 512-bit loads into 8 independent accumulators (touches every cache line). */
+__attribute__((target("avx512f"))) static uint64_t sum_chunk_avx512(const uint8_t *p, size_t bytes) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  uint64_t lanes[8], sum = 0;
+  for (size_t i = 0; i < bytes; i += 512) {
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(p + i)));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(p + i + 64)));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(p + i + 128)));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512((const void *)(p + i + 192)));
+    a4 = _mm512_add_epi64(a4, _mm512_load_si512((const void *)(p + i + 256)));
+    a5 = _mm512_add_epi64(a5, _mm512_load_si512((const void *)(p + i + 320)));
+    a6 = _mm512_add_epi64(a6, _mm512_load_si512((const void *)(p + i + 384)));
+    a7 = _mm512_add_epi64(a7, _mm512_load_si512((const void *)(p + i + 448)));
+  }
+  a0 = _mm512_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)),
+                        _mm512_add_epi64(_mm512_add_epi64(a4, a5), _mm512_add_epi64(a6, a7)));
+  _mm512_storeu_si512((void *)lanes, a0); /* summed unsigned: the sum may wrap */
+  for (int i = 0; i < 8; i++) sum += lanes[i];
+  return sum;
+}
+
+static uint64_t sum_chunk_portable(const uint8_t *p, size_t bytes) {
+  const uint64_t *q = (const uint64_t *)(const void *)p;
+  uint64_t s = 0;
+  for (size_t i = 0; i < bytes / 8; i++) s += q[i];
+  return s;
+}
+
+typedef struct probe_part {
+  probe_ctx *c;
+  int64_t first; /* chunk index */
+} probe_part;
+
+static void probe_task(void *arg, int64_t i) {
+  probe_part *part = (probe_part *)arg;
+  probe_ctx *c = part->c;
+  const uint8_t *p = c->buf + (size_t)(part->first + i) * PROBE_CHUNK;
+  i += part->first;
+  c->sink[i] = have_features(MOE_CPU_AVX512F) ? sum_chunk_avx512(p, PROBE_CHUNK) : sum_chunk_portable(p, PROBE_CHUNK);
+}
+
+probe_ctx *probe_create(void) {
+  probe_ctx *c = (probe_ctx *)kit_malloc(sizeof *c);
+  void *buf = NULL;
+  if (posix_memalign(&buf, 4096, PROBE_BYTES)) die("out of memory for the bandwidth probe");
+  memset(buf, 0x5A, PROBE_BYTES); /* real pages, not the shared zero page */
+  c->buf = (const uint8_t *)buf;
+  return c;
+}
+
+void probe_destroy(probe_ctx *c) {
+  free((void *)c->buf);
+  free(c);
+}
+
+double probe_bandwidth(probe_ctx *c, bench_pool *pool) {
+  const int64_t chunks = (int64_t)(PROBE_BYTES / PROBE_CHUNK / PROBE_PARTS);
+  double best = 0.0;
+  for (int i = 0; i < PROBE_PARTS; i++) {
+    probe_part part = {c, i * chunks};
+    double t0, gbs;
+    pool_warm(pool);
+    t0 = now_s();
+    pool_parallel_for(pool, probe_task, &part, chunks);
+    gbs = (double)(chunks * PROBE_CHUNK) / (now_s() - t0) / 1e9;
+    best = gbs > best ? gbs : best;
+  }
+  return best;
+}
+
+#define PEAK_ITERS (1 << 18) /* ~1 ms per trial */
+#define PEAK_TRIALS 40       /* the best trial: other processes share the machine */
+#define PEAK_CHAINS 12       /* independent accumulators: more than latency x throughput of the unit */
+
+typedef struct peak_ctx {
+  int bf16;       /* 0: vpdpbusd, 1: vdpbf16ps */
+  double *task_s; /* [n_threads] each task's own time */
+  float *sink;    /* [n_threads] */
+} peak_ctx;
+
+/* Register-only vpdpbusd loop: 64 u8 x s8 MACs = 128 ops per instruction. */
+__attribute__((target("avx512f,avx512vnni"))) static float peak_loop_vnni(void) {
+  __m512i acc[PEAK_CHAINS], a = _mm512_set1_epi32(0x01020304), b = _mm512_set1_epi32(0x01FF01FF);
+  for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = _mm512_set1_epi32(c);
+  for (int i = 0; i < PEAK_ITERS; i++)
+    for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = _mm512_dpbusd_epi32(acc[c], a, b);
+  for (int c = 1; c < PEAK_CHAINS; c++) acc[0] = _mm512_add_epi32(acc[0], acc[c]);
+  return (float)_mm512_reduce_add_epi32(acc[0]);
+}
+
+/* Register-only vdpbf16ps loop: 32 bf16 pair MACs = 64 flops per instruction. */
+__attribute__((target("avx512f,avx512bf16"))) static float peak_loop_bf16(void) {
+  __m512 acc[PEAK_CHAINS];
+  __m512bh a = (__m512bh)_mm512_set1_epi32(0x3F803F80), b = (__m512bh)_mm512_set1_epi32(0x3A803A80);
+  for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+  for (int i = 0; i < PEAK_ITERS; i++)
+    for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+  for (int c = 1; c < PEAK_CHAINS; c++) acc[0] = _mm512_add_ps(acc[0], acc[c]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+
+static void peak_task(void *arg, int64_t i) {
+  peak_ctx *c = (peak_ctx *)arg;
+  double t0 = now_s();
+  c->sink[i] = c->bf16 ? peak_loop_bf16() : peak_loop_vnni();
+  c->task_s[i] = now_s() - t0;
+}
+
+/* Per trial the sum of each thread's own rate (a thread that other processes preempt only lowers
+ * its own part), the best of PEAK_TRIALS trials. */
+static double measure_peak(bench_pool *pool, int bf16) {
+  const int n_threads = pool_threads(pool);
+  peak_ctx c;
+  double best = 0.0, ops = (double)PEAK_ITERS * PEAK_CHAINS * (bf16 ? 64.0 : 128.0);
+  if (!have_features(bf16 ? MOE_CPU_AVX512F | MOE_CPU_AVX512BF16 : MOE_CPU_AVX512F | MOE_CPU_AVX512VNNI))
+    return 0.0;
+  c.bf16 = bf16;
+  c.task_s = (double *)kit_malloc((size_t)n_threads * sizeof *c.task_s);
+  c.sink = (float *)kit_malloc((size_t)n_threads * sizeof *c.sink);
+  for (int trial = 0; trial < PEAK_TRIALS; trial++) {
+    double g = 0.0;
+    pool_warm(pool);
+    pool_parallel_for(pool, peak_task, &c, n_threads);
+    for (int i = 0; i < n_threads; i++) g += ops / c.task_s[i] / 1e9;
+    best = g > best ? g : best;
+  }
+  free(c.task_s);
+  free(c.sink);
+  return best;
+}
+
+ceilings measure_peaks(bench_pool *pool) {
+  ceilings c;
+  c.gops_vnni = measure_peak(pool, 0);
+  c.gflops_bf16 = measure_peak(pool, 1);
+  return c;
+}
+
+double peak_for_precision(const ceilings *c, moe_precision p) {
+  return p == MOE_PREC_INT8 || p == MOE_PREC_INT4_W4A8 ? c->gops_vnni : c->gflops_bf16;
+}
+
+double peak_for_kernel(const ceilings *c, const moe_gemm_config *k) {
+  if (k->isa != MOE_ISA_AVX512 || !k->dot) return 0.0;
+  if (!strcmp(k->dot, "vpdpbusd")) return c->gops_vnni;
+  if (!strcmp(k->dot, "vdpbf16ps")) return c->gflops_bf16;
+  return 0.0;
+}

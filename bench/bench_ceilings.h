@@ -1,0 +1,31 @@
+/* bench_ceilings.h — the machine's own ceilings, measured by the benchmark in the same run: DRAM read
+ * bandwidth (a 1 GiB probe with 512-bit loads) and the peak of each dot-product instruction, on all
+ * threads of the pool. */
+#ifndef BENCH_CEILINGS_H
+#define BENCH_CEILINGS_H
+
+#include "bench_pool.h"
+#include "moe.h"
+
+typedef struct probe_ctx probe_ctx;
+
+probe_ctx *probe_create(void); /* allocates and touches the 1 GiB */
+void probe_destroy(probe_ctx *c);
+/* GB/s of a 1 GiB read shared by all threads: the best of its 64 MiB parts, each timed alone
+ * (robust to preemption). Between timed runs it also evicts the caches. */
+double probe_bandwidth(probe_ctx *c, bench_pool *pool);
+
+typedef struct ceilings {
+  double gops_vnni, gflops_bf16; /* vpdpbusd GOPS, vdpbf16ps GFLOPS; 0 when the CPU lacks one */
+} ceilings;
+
+/* Both dot-product peaks, all threads of the pool at once, the best of 40 trials of ~1 ms. */
+ceilings measure_peaks(bench_pool *pool);
+/* The peak a layer of precision p is compared with: int8 and int4-w4a8 run on vpdpbusd, every other
+ * precision computes with bf16 dot products. */
+double peak_for_precision(const ceilings *c, moe_precision p);
+/* The peak of kernel k's dot instruction (moe_gemm_config.dot). The loops are 512-bit, so they are
+ * the peak of AVX-512 kernels only; 0 (no peak) for scalar and the other tiers. */
+double peak_for_kernel(const ceilings *c, const moe_gemm_config *k);
+
+#endif /* BENCH_CEILINGS_H */

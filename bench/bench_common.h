@@ -1,0 +1,60 @@
+/* bench_common.h — what every benchmark source shares: errors, the clock, CPU features, statistics,
+ * option parsing and JSON lines (DESIGN.md "Benchmarks speak JSON lines"). The kit (tests/kit.h)
+ * brings moe.h, the RNG, the model shapes and random weights.
+ *
+ * One source per executable defines MOE_IMPLEMENTATION, with MOE_API empty (external linkage, as
+ * moe.c does), so the other sources link against it. */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include "kit.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define BENCH_NORETURN __attribute__((noreturn, format(printf, 1, 2)))
+#else
+#define BENCH_NORETURN
+#endif
+
+extern const char *bench_prog; /* prefix of every message: the executable's name */
+
+/* Prints "<bench_prog>: <message>" on stderr and exits with status 1. */
+BENCH_NORETURN void die(const char *fmt, ...);
+double now_s(void); /* monotonic seconds */
+void sleep_s(double s);
+int have_features(uint32_t f); /* all MOE_CPU_* bits of f present */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+typedef struct stats {
+  double median, min, max;
+} stats;
+stats stats_of(const double *v, int n); /* n >= 1 */
+
+/* Options shared by the benchmarks. */
+int parse_list(const char *s, int64_t *out, int max); /* "1,8,32": positive integers */
+const char *prec_name(moe_precision p);
+/* The tier called s; dies when there is none, or when this CPU (or build) cannot run it: a benchmark
+ * never runs another tier than the one asked for. */
+moe_isa parse_isa(const char *s);
+
+/* One JSON object, built field by field and printed as one line on stdout. */
+typedef struct json {
+  char buf[4096];
+  size_t len;
+} json;
+void json_begin(json *j);
+void json_str(json *j, const char *k, const char *v);
+void json_int(json *j, const char *k, long long v);
+void json_num(json *j, const char *k, double v);
+void json_null(json *j, const char *k);
+void json_bool(json *j, const char *k, int v);
+void json_end(json *j); /* prints the line and flushes */
+
+#endif /* BENCH_COMMON_H */
