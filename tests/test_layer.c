@@ -568,61 +568,69 @@ static void test_reference(void) {
 }
 
 /* ---- 3. real model shapes at small M ------------------------------------------------------------- */
+/* A model of kit.h's table (shape, routing, activation, shared expert, biases, gate/up layout) in one
+ * precision, with E, N, the shared expert's N and topk cut where noted to keep the test small. */
 typedef struct model_case {
-  const char *name;
+  const char *model;
   moe_precision p;
-  int64_t E, N, K;       /* E and N cut where noted, to keep the test small */
-  int32_t topk;
-  moe_route_kind route;  /* grouped: 8 groups, 4 kept, random correction bias */
+  int64_t E, N, shared_N;     /* cuts; 0: the model's */
+  int32_t topk;               /* 0: the model's */
   moe_dtype logits, dtype_m3; /* logit type; x dtype of the M = 3 call (M = 1 uses bf16) */
-  moe_activation act;
-  int64_t shared_N;      /* 0: no shared expert */
-  int interleaved;       /* weights arrive gate/up interleaved, with biases (gpt-oss) */
-  int check_forward;     /* also compare moe_forward with route + fused experts */
-  float rsf;
+  int check_forward;          /* also compare moe_forward with route + fused experts */
 } model_case;
 
+static int64_t cut(int64_t v, int64_t full) { return v ? v : full; }
+
 static void run_model(const model_case *mc, uint64_t *seed) {
+  const kit_model *m = kit_model_find(mc->model);
   layer L;
   moe_router rt;
   float cb[1024];
   kit_rng r = {seed_base + (*seed)++};
-  orc_spec s = spec_of(mc->p, mc->E, mc->N, mc->K, mc->interleaved /* biases */, (*seed)++);
+  int64_t E = cut(mc->E, m ? m->E : 0);
+  orc_spec s;
   double t0 = now_s();
-  if (!moe_precision_compiled(mc->p)) return;
-  layer_make(&L, &s, mc->shared_N, mc->interleaved);
-  memset(&rt, 0, sizeof rt);
-  rt.kind = mc->route;
-  rt.E = (int32_t)mc->E;
-  rt.topk = mc->topk;
-  rt.renormalize = 1;
-  if (mc->route == MOE_ROUTE_BIASED_GROUPED) {
-    for (int64_t i = 0; i < mc->E; i++) cb[i] = (float)(0.1 * kit_normal(&r));
-    rt.n_group = 8, rt.topk_group = 4, rt.correction_bias = cb;
+  CHECK(m != NULL, "model %s is not in kit.h's table", mc->model);
+  if (!m || !moe_precision_compiled(mc->p)) return;
+  s = spec_of(mc->p, E, cut(mc->N, m->N), m->K, m->biases, (*seed)++);
+  if (mc->p == MOE_PREC_FP8) s.block_n = m->block_n, s.block_k = m->block_k;
+  layer_make(&L, &s, m->shared_N ? cut(mc->shared_N, m->shared_N) : 0, m->interleaved);
+  rt = kit_model_router(m);
+  rt.E = (int32_t)E;
+  rt.topk = cut(mc->topk, m->topk);
+  rt.routed_scaling_factor = 0.0f; /* the call applies rsf */
+  if (m->route == MOE_ROUTE_BIASED_GROUPED) {
+    for (int64_t i = 0; i < E; i++) cb[i] = (float)(0.1 * kit_normal(&r));
+    rt.correction_bias = cb;
   }
   for (int mi = 0; mi < 2; mi++) {
-    call_spec c = call_of(mi ? mc->dtype_m3 : MOE_BF16, mi ? 3 : 1, mc->topk, mc->act, (*seed)++, mc->name);
+    call_spec c = call_of(mi ? mc->dtype_m3 : MOE_BF16, mi ? 3 : 1, rt.topk, m->act, (*seed)++, m->name);
     c.router = &rt;
     c.logit_type = mc->logits;
     c.check_forward = mc->check_forward;
-    c.shared = mc->shared_N > 0;
-    if (mc->rsf != 0.0f) c.rsf = mc->rsf;
+    c.shared = m->shared_N ? (m->shared_gate ? 2 : 1) : 0;
+    c.rsf = m->rsf;
     run_call(&L, &c);
   }
   layer_free(&L);
-  fprintf(stderr, " [%s %.1f s]", mc->name, now_s() - t0);
+  fprintf(stderr, " [%s %.1f s]", m->name, now_s() - t0);
 }
 
 static void test_models(void) {
   /* Qwen3-30B-A3B int8 with bf16 logits; DeepSeek-V3 (E cut to 16) fp8 128x128 with biased grouped
-   * routing, rsf 2.5 and a shared expert; gpt-oss-20b (E cut to 4) MXFP4 with gate/up interleaved in
-   * the checkpoint (w13, its e8m0 scales and b13 deinterleaved with moe_deinterleave_gate_up; the
-   * oracle reads the interleaved originals), SWIGLU_OAI and biases; Mixtral-8x7B (N cut to 512) bf16. */
+   * routing, rsf 2.5 and a shared expert; gpt-oss-20b (E cut to 4, topk to 2) MXFP4 with gate/up
+   * interleaved in the checkpoint (w13, its e8m0 scales and b13 deinterleaved with
+   * moe_deinterleave_gate_up; the oracle reads the interleaved originals), SWIGLU_OAI and biases;
+   * Mixtral-8x7B (N cut to 512) bf16; Qwen1.5-MoE-A2.7B (E cut to 16) int4-w4a16 with the sigmoid-gated
+   * shared expert and softmax without renormalization; Llama-4-Scout (E 4, N and shared N 1024)
+   * int4-w4a8 with sigmoid top-1 routing and a shared expert. */
   static const model_case models[] = {
-      {"qwen3-30b-a3b", MOE_PREC_INT8, 128, 768, 2048, 8, MOE_ROUTE_SOFTMAX, MOE_BF16, MOE_BF16, MOE_ACT_SILU, 0, 0, 1, 0},
-      {"deepseek-v3", MOE_PREC_FP8, 16, 2048, 7168, 8, MOE_ROUTE_BIASED_GROUPED, MOE_F32, MOE_BF16, MOE_ACT_SILU, 2048, 0, 1, 2.5f},
-      {"gpt-oss-20b", MOE_PREC_MXFP4, 4, 2880, 2880, 2, MOE_ROUTE_SOFTMAX, MOE_F32, MOE_BF16, MOE_ACT_SWIGLU_OAI, 0, 1, 0, 0},
-      {"mixtral-8x7b", MOE_PREC_BF16, 8, 512, 4096, 2, MOE_ROUTE_SOFTMAX, MOE_F32, MOE_F32, MOE_ACT_SILU, 0, 0, 0, 0},
+      {"qwen3-30b-a3b", MOE_PREC_INT8, 0, 0, 0, 0, MOE_BF16, MOE_BF16, 1},
+      {"deepseek-v3", MOE_PREC_FP8, 16, 0, 0, 0, MOE_F32, MOE_BF16, 1},
+      {"gpt-oss-20b", MOE_PREC_MXFP4, 4, 0, 0, 2, MOE_F32, MOE_BF16, 0},
+      {"mixtral-8x7b", MOE_PREC_BF16, 0, 512, 0, 0, MOE_F32, MOE_F32, 0},
+      {"qwen1.5-moe-a2.7b", MOE_PREC_INT4_W4A16, 16, 0, 0, 0, MOE_F16, MOE_F16, 1},
+      {"llama-4-scout", MOE_PREC_INT4_W4A8, 4, 1024, 1024, 0, MOE_BF16, MOE_F32, 1},
   };
   uint64_t seed = 3000;
   for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) run_model(&models[i], &seed);
