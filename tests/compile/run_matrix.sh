@@ -1,13 +1,23 @@
 #!/bin/sh
 # Compile matrix: each header alone and moe.h with the implementation, as C99, C11, C++11 and C++17,
 # under gcc and clang, -Wall -Wextra -Wpedantic -Werror; plus builds with precisions compiled out.
-# A compiler that is not installed is reported and the run fails (CI installs both).
+# Then call_api.c, which calls every public function (so the kernels are instantiated: some warnings
+# only appear then), is compiled, linked and run at -O2 and -O3 in every language, header-only, with
+# OpenMP where the compiler has it, with precisions or tiers compiled out, and against moe.c as an
+# object (libmoe-style). A compiler that is not installed is reported and the run fails (CI installs both).
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail=0 n=0
 flags="-O2 -Wall -Wextra -Wpedantic -Werror -I$src -c -o $out/o.o"
 try() { n=$((n + 1)); if ! "$@" >"$out/log" 2>&1; then echo "FAIL: $*"; cat "$out/log"; fail=$((fail + 1)); fi; }
+# build a program (compiler and arguments; -lm is added) and run it: both must succeed
+api="$src/tests/compile/call_api.c"
+warn="-Wall -Wextra -Wpedantic -Werror -I$src"
+run() { n=$((n + 1)); if ! { "$@" -o "$out/a.out" -lm && "$out/a.out"; } >"$out/log" 2>&1; then
+  echo "FAIL: $* (built and run)"; cat "$out/log"; fail=$((fail + 1)); fi; }
+has_openmp() { printf '#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n' >"$out/omp.c" &&
+  $1 -fopenmp "$out/omp.c" -o "$out/omp" >/dev/null 2>&1 && "$out/omp"; }
 for cc in gcc clang; do
   command -v $cc >/dev/null || { echo "missing compiler $cc"; exit 1; }
   cxx=$([ $cc = gcc ] && echo g++ || echo clang++)
@@ -23,6 +33,21 @@ for cc in gcc clang; do
     try $cxx -x c++ -std=c++17 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"
   done
   try $cc -std=c99 $flags "$src/moe.c"
+  for opt in -O2 -O3; do
+    for std in c99 c11; do run $cc -std=$std $opt $warn -DMOE_IMPLEMENTATION "$api"; done
+    for std in c++11 c++17; do run $cxx -x c++ -std=$std $opt $warn -DMOE_IMPLEMENTATION "$api"; done
+  done
+  if has_openmp $cc && has_openmp $cxx; then
+    run $cc -std=c11 -O2 -fopenmp $warn -DMOE_IMPLEMENTATION "$api"
+    run $cxx -x c++ -std=c++17 -O2 -fopenmp $warn -DMOE_IMPLEMENTATION "$api"
+  else
+    echo "note: $cc/$cxx without OpenMP (omp.h or its runtime missing): OpenMP builds not tried"
+  fi
+  run $cc -std=c99 -O2 $warn -DMOE_IMPLEMENTATION -DMOE_NO_BF16 -DMOE_NO_FP8 -DMOE_NO_INT4 -DMOE_NO_MXFP4 "$api"
+  run $cxx -x c++ -std=c++17 -O2 $warn -DMOE_IMPLEMENTATION -DMOE_NO_AVX512 "$api"
+  # libmoe-style: the implementation in a C object, the caller in C++ (extern "C" linkage)
+  try $cc -std=c99 -O2 $warn -c "$src/moe.c" -o "$out/moe.o"
+  run $cxx -x c++ -std=c++11 -O2 $warn "$api" -x none "$out/moe.o"
   # contradictory macros must stop the build
   n=$((n + 1))
   if $cc -std=c99 -DMOE_IMPLEMENTATION -DMOE_NO_AMX -DMOE_AMX_EMULATE '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c" >/dev/null 2>&1; then
