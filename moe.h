@@ -18,8 +18,7 @@
  *   | MOE_NO_INT4         | remove INT4 W4A8 and W4A16                                          |
  *   | MOE_NO_MXFP4        | remove MXFP4                                                        |
  *   | MOE_NO_AVX512       | remove the AVX-512 kernels (and AMX)                                |
- *   | MOE_NO_AMX          | remove the AMX kernels                                              |
- *   | MOE_AMX_EMULATE     | reserved for the AMX tier (not written yet); conflicts with NO_AMX  |
+ *   | MOE_NO_AMX          | remove the AMX tier (never ask the OS for tile state)               |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *
@@ -30,16 +29,27 @@
  *     of at least that many bytes (any alignment) to moe_fused_experts(). Nothing is allocated.
  *     Large M is processed in chunks of chunk_tokens tokens, so the workspace stays bounded.
  *   - Threads: pass a moe_parallel whose parallel_for runs fn(arg, i) for every i in [0, n) and
- *     returns when all are done (any pool of OS threads, in any order; the tasks may wait for
- *     each other's progress, so not a pool of cooperative fibers). With none, OpenMP is used when
- *     compiled with it, else the call runs serially. The output is bitwise identical for any
- *     thread count and chunk.
+ *     returns when all are done: any pool of OS threads, in any order. Running the tasks one after
+ *     the other on the calling thread, in any order, is also valid (the first task does all the
+ *     work). Tasks running at the same time may wait for each other's progress, so a pool of
+ *     cooperative fibers sharing one thread is not. With none, OpenMP is used when compiled with
+ *     it, else the call runs serially. The output is bitwise identical for any thread count and
+ *     chunk.
+ *   - Lifetimes: moe_pack() may be followed by freeing the plain weights; the packed moe_experts
+ *     points into the pack buffer, which must stay alive and unmoved while it is used. A call
+ *     reads its arguments (x, ids, weights, expert map, the shared expert and its pack buffer,
+ *     the workspace) only while it runs and keeps nothing; the workspace is reusable.
  *   - Every argument is validated before any output is written; a status names what was wrong.
- *   - Numerics: f32 accumulation, the top-k sum in f32 in the order j = 0..topk-1, shared expert
- *     added in f32, one rounding to the output type at the end.
+ *   - Numerics: f32 accumulation. A token's routed sum runs over its experts in ascending local
+ *     expert id (the index into the packed experts), whatever order the router lists them in
+ *     (equal ids: in listing order), one f32 fused multiply-add each: c = fma(y_e + b2_e, w_e, c).
+ *     Then rsf * c, plus the shared expert, rounded once to the output type.
+ *   - FFI: moe_experts_size() gives the bytes of a moe_experts for bindings that treat it as an
+ *     opaque block; moe_version() names the implementation linked.
  *
  * EXAMPLE
  *   moe_experts ex; void *buf = malloc(moe_pack_size(&w)); moe_pack(&w, &ex, buf, moe_pack_size(&w));
+ *   // buf must outlive ex
  *   moe_call c = {0}; c.x = x; c.out = out; c.M = M; c.topk = 8;
  *   c.topk_weights = tw; c.topk_ids = ids;             // from moe_route()
  *   size_t ws_size; moe_workspace_size(&ex, &c, &ws_size); void *ws = malloc(ws_size);
@@ -55,6 +65,11 @@
 #ifndef MOE_DEFAULT_CHUNK
 #define MOE_DEFAULT_CHUNK 1024
 #endif
+
+#define MOE_VERSION_MAJOR 0
+#define MOE_VERSION_MINOR 2
+#define MOE_VERSION_PATCH 0
+#define MOE_VERSION_STRING "0.2.0"
 
 #ifdef __cplusplus
 extern "C" {
@@ -109,6 +124,9 @@ typedef struct moe_parallel {
   void *pool;
   int n_threads;
 } moe_parallel;
+
+/* MOE_VERSION_STRING of the implementation (of libmoe, for a program linked against it). */
+MOE_API const char *moe_version(void);
 
 /* Bytes of workspace moe_fused_experts (or moe_shared_expert) needs for this call. Validates the
  * sizes (not the pointers x, out, weights and ids) and returns a status. */
@@ -707,6 +725,8 @@ static inline moe_status moe__run(moe__layer *L, void *ws, size_t ws_size, const
 }
 
 /* ---- public calls ---------------------------------------------------------------------------------- */
+MOE_API const char *moe_version(void) { return MOE_VERSION_STRING; }
+
 MOE_API moe_status moe_workspace_size(const moe_experts *ex, const moe_call *call, size_t *bytes) {
   moe__layer L;
   moe__ws_plan w;

@@ -62,7 +62,8 @@ typedef enum moe_activation {
 } moe_activation;
 
 /* The packed, read-only experts that moe_pack() builds inside a caller buffer: share it between
- * threads and calls. Treat the fields as opaque; the layout is drawn above. */
+ * threads and calls. It points into that buffer (keep the buffer alive and unmoved). Treat the
+ * fields as opaque (bindings: moe_experts_size()); the layout is drawn above. */
 typedef struct moe_experts {
   int64_t E, N, K;                 /* an integer first: `moe_experts ex = {0};` works in C and C++ */
   moe_precision precision;
@@ -75,6 +76,9 @@ typedef struct moe_experts {
   const float *b13, *b2;           /* f32 copies of the biases, or NULL                         */
   uint32_t magic;                  /* set by moe_pack; checked by the compute calls            */
 } moe_experts;
+
+/* sizeof(moe_experts), for bindings that hold it as an opaque block (8-byte aligned). */
+MOE_API size_t moe_experts_size(void);
 
 /* Bytes of packed storage moe_pack() needs (alignment slack included), or 0 when the descriptor is
  * invalid (moe_pack() then says why). */
@@ -306,6 +310,8 @@ static inline moe_status moe__plan_pack(const moe_weights *w, moe__pack_plan *pl
   pl->total = t;
   return MOE_OK;
 }
+
+MOE_API size_t moe_experts_size(void) { return sizeof(moe_experts); }
 
 MOE_API size_t moe_pack_size(const moe_weights *plain) {
   moe__pack_plan pl;

@@ -23,9 +23,6 @@
 #endif
 
 /* Contradictory configurations stop here. */
-#if defined(MOE_AMX_EMULATE) && defined(MOE_NO_AMX)
-#error "MOE_AMX_EMULATE runs the AMX code paths: it cannot be combined with MOE_NO_AMX"
-#endif
 #if defined(MOE_NO_BF16) && defined(MOE_NO_INT8) && defined(MOE_NO_FP8) && defined(MOE_NO_INT4) && \
     defined(MOE_NO_MXFP4)
 #error "all precisions are compiled out (MOE_NO_BF16, _INT8, _FP8, _INT4, _MXFP4): keep at least one"
