@@ -84,7 +84,7 @@ static void act_rows_free(act_rows *a) {
 /* Runs fn and returns its output block: gemm1 overwrites a poisoned block; gemm2 adds into rows that
  * start from a known pattern. Around the mr x nr part: poison. */
 static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, int64_t ldc) {
-  size_t count = (size_t)(uint32_t)proto->mr * (size_t)ldc;
+  size_t count = (size_t)(uint32_t)proto->mr * (size_t)(uint32_t)ldc;
   float *c = (float *)test_malloc(count * sizeof(float)), *rows[MOE_BLOCK_M];
   moe_gemm_args g = *proto;
   test_poison(c, count * sizeof(float));
@@ -288,7 +288,7 @@ static int test_row_ops(void) {
         if (kind == 1) x[n / 2] = NAN, y[0] = NAN;
         if (kind == 2) x[n - 1] = -INFINITY, y[n / 2] = INFINITY;
         if (n > 4 && kind == 0) x[1] = 2.5f, x[2] = 1.0f + 1.0f / 256; /* a quantization tie (amax 3 sd), a bf16 tie */
-        test_poison(q1, (size_t)n), test_poison(q2, (size_t)n);
+        test_poison(q1, (size_t)(uint32_t)n), test_poison(q2, (size_t)(uint32_t)n);
         s1 = ref->quantize_u8(x, n, q1);
         s2 = ops->quantize_u8(x, n, q2);
         /* with a NaN or Inf the scale says so and the codes are unspecified */
