@@ -50,7 +50,7 @@
  * EXAMPLE
  *   moe_experts ex; void *buf = malloc(moe_pack_size(&w)); moe_pack(&w, &ex, buf, moe_pack_size(&w));
  *   // buf must outlive ex
- *   moe_call c = {0}; c.x = x; c.out = out; c.M = M; c.topk = 8;
+ *   moe_call c = MOE_ZERO_INIT; c.x = x; c.out = out; c.M = M; c.topk = 8;
  *   c.topk_weights = tw; c.topk_ids = ids;             // from moe_route()
  *   size_t ws_size; moe_workspace_size(&ex, &c, &ws_size); void *ws = malloc(ws_size);
  *   moe_status s = moe_fused_experts(&ex, &c, ws, ws_size, NULL);

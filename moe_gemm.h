@@ -145,8 +145,9 @@ MOE_API uint32_t moe_cpu_features(void);
  * The dispatcher calls it before it first selects an AMX kernel; nothing else does. */
 MOE_API int moe_amx_request(void);
 /* Caps the tier used by the compute calls (tests and benchmarks run every tier in one binary): the
- * tiers ranked at or below cap are allowed. Returns the tier that will be used (moe_get_isa()).
- * Call it before computing; the cap is per translation unit of the implementation. */
+ * tiers ranked at or below cap are allowed; MOE_ISA_COUNT (or any value past the last tier) lifts
+ * the cap. Returns the tier that will be used (moe_get_isa()). Call it before computing; the cap
+ * is per translation unit of the implementation. */
 MOE_API moe_isa moe_set_isa(moe_isa cap);
 /* The best tier allowed by the cap that this build and CPU run ("runs" = some kernel of it does). */
 MOE_API moe_isa moe_get_isa(void);

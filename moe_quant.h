@@ -28,6 +28,14 @@
 #error "all precisions are compiled out (MOE_NO_BF16, _INT8, _FP8, _INT4, _MXFP4): keep at least one"
 #endif
 
+/* The zero initialiser of every moe struct (zero means defaults), warning-free in C and in C++,
+ * where `= {0}` draws -Wmissing-field-initializers:  moe_call c = MOE_ZERO_INIT; */
+#ifdef __cplusplus
+#define MOE_ZERO_INIT {}
+#else
+#define MOE_ZERO_INIT {0}
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

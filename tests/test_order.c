@@ -32,7 +32,7 @@ static void run(const moe_experts *ex, moe_call c, float *out) {
 }
 
 static moe_call call_of(const setup *s) {
-  moe_call c = {0};
+  moe_call c = MOE_ZERO_INIT;
   c.x = s->x, c.dtype = MOE_F32, c.M = M, c.topk = TOPK;
   c.topk_weights = s->w, c.topk_ids = s->ids;
   return c;
