@@ -77,9 +77,13 @@ moe_isa parse_isa(const char *s) {
     fputc('\n', stderr);
     exit(1);
   }
-  if (!moe_isa_available(isa))
-    die("--isa %s: this CPU (or this build) cannot run the %s tier; the best it runs is %s", s, s,
+  if (!moe_isa_available(isa)) {
+    int compiled = 0;
+    for (int i = 0; i < moe_kernel_count(); i++) compiled |= moe_kernel_at(i)->isa == isa;
+    die("--isa %s: %s; the best tier here is %s", s,
+        compiled ? "this CPU (or OS) lacks the features of its kernels" : "this build has no kernels of that tier",
         moe_isa_name(moe_get_isa()));
+  }
   return isa;
 }
 
