@@ -2,7 +2,7 @@
  * enough: a compiler instantiates the kernels (and warns inside its own intrinsics headers, as GCC 12
  * does in C++) only once they are called. Valid C99/C11 and C++11/17; built with -DMOE_IMPLEMENTATION
  * (header-only) or without it, linked against moe.c. Exits 0 when every call returned what it should.
- * Zero-initialisation uses memset: `= {0}` warns under C++ -Wextra (-Wmissing-field-initializers). */
+ * Structs start from MOE_ZERO_INIT, as a user's would (`= {0}` warns under C++ -Wextra). */
 #include "moe.h"
 
 #include <math.h>
@@ -57,7 +57,8 @@ static void make_data(void) {
 
 /* Quantizes the f32 weights into p's plain layout with the library's quantizers. */
 static void make_plain(moe_precision p, moe_weights *w) {
-  memset(w, 0, sizeof *w);
+  moe_weights zero = MOE_ZERO_INIT;
+  *w = zero;
   w->precision = p, w->E = E, w->N = N, w->K = K;
   w->block_n = w->block_k = BLK, w->group = BLK;
   w->w13 = q13, w->w2 = q2;
@@ -104,15 +105,11 @@ static int plausible(const uint16_t *y) {
 
 /* The routed layer with a shared expert, its parts one by one, and moe_forward. */
 static void run_layer(const moe_experts *ex, const moe_experts *shared) {
-  moe_router r;
-  moe_call c;
-  moe_parallel par;
-  moe_stats stats;
+  moe_router r = MOE_ZERO_INIT;
+  moe_call c = MOE_ZERO_INIT;
+  moe_parallel par = MOE_ZERO_INIT;
+  moe_stats stats = MOE_ZERO_INIT;
   size_t bytes = 0;
-  memset(&r, 0, sizeof r);
-  memset(&c, 0, sizeof c);
-  memset(&par, 0, sizeof par);
-  memset(&stats, 0, sizeof stats);
   r.E = E, r.topk = TOPK, r.renormalize = 1;
   EXPECT_OK(moe_route(&r, logits, MOE_F32, M, tw, ids));
   c.x = x, c.out = out, c.M = M, c.topk = TOPK, c.topk_weights = tw, c.topk_ids = ids;
@@ -159,10 +156,11 @@ static void run_precision(moe_precision p) {
     const moe_gemm_config *cfg = moe_gemm_config_for(p, (moe_isa)isa);
     moe_set_isa((moe_isa)isa);
     EXPECT(moe_gemm_select(p) != NULL && moe_gemm_select(p)->name != NULL);
-    if (cfg) EXPECT(cfg->isa == (moe_isa)isa && cfg->gemm1 && cfg->gemm2 && cfg->name);
+    if (cfg) EXPECT(cfg->isa == (moe_isa)isa && cfg->precision == p && cfg->gemm1 && cfg->gemm2);
+    if (cfg) EXPECT(moe_isa_available((moe_isa)isa) && moe_kernel_runnable(cfg));
     run_layer(&ex, &shared);
   }
-  moe_set_isa((moe_isa)(MOE_ISA_COUNT - 1));
+  moe_set_isa(MOE_ISA_COUNT); /* no cap */
 }
 
 static void check_conversions(void) {
@@ -189,8 +187,7 @@ static void check_routing_helpers(void) {
   uint16_t gu[2 * 2 * 3], dst[2 * 2 * 3];
   int i;
   float bias[E] = {0.0f, 0.1f, -0.1f, 0.2f};
-  moe_router r;
-  memset(&r, 0, sizeof r);
+  moe_router r = MOE_ZERO_INIT;
   r.kind = MOE_ROUTE_BIASED_GROUPED, r.E = E, r.topk = TOPK, r.n_group = 2, r.topk_group = 1;
   r.correction_bias = bias, r.routed_scaling_factor = 2.5f;
   EXPECT_OK(moe_route(&r, logits, MOE_F32, M, tw, ids));
@@ -206,15 +203,29 @@ static void check_routing_helpers(void) {
   EXPECT(moe_deinterleave_gate_up(gu, gu, 1, 2, 6) == MOE_ERR_ARG);
 }
 
+/* Names, versions, tiers and the kernel list. */
 static void check_names(void) {
   int i;
   EXPECT(strcmp(moe_status_str(MOE_OK), "success") == 0 && moe_status_str(MOE_ERR_ARG) != NULL);
   for (i = 0; i < MOE_PREC_COUNT; i++) EXPECT(moe_precision_name((moe_precision)i) != NULL);
   EXPECT(moe_precision_name(MOE_PREC_COUNT) == NULL);
-  for (i = 0; i < MOE_ISA_COUNT; i++) EXPECT(moe_isa_name((moe_isa)i) != NULL);
+  EXPECT(strcmp(moe_version(), MOE_VERSION_STRING) == 0 && moe_experts_size() == sizeof(moe_experts));
+#ifdef CALL_API_VERSION /* the build system's version (Meson's project version) */
+  EXPECT(strcmp(moe_version(), CALL_API_VERSION) == 0);
+#endif
+  for (i = 0; i < MOE_ISA_COUNT; i++) EXPECT(moe_isa_from_name(moe_isa_name((moe_isa)i)) == (moe_isa)i);
+  EXPECT(moe_isa_from_name("no-such-tier") == MOE_ISA_COUNT && moe_isa_available(MOE_ISA_SCALAR));
   EXPECT(moe_set_isa(MOE_ISA_SCALAR) == MOE_ISA_SCALAR && moe_get_isa() == MOE_ISA_SCALAR);
-  moe_set_isa((moe_isa)(MOE_ISA_COUNT - 1));
-  printf("call_api: isa %s, cpu features 0x%x\n", moe_isa_name(moe_get_isa()), (unsigned)moe_cpu_features());
+  EXPECT(moe_isa_available(moe_set_isa(MOE_ISA_COUNT)));
+  EXPECT(moe_kernel_count() >= 1 && moe_kernel_at(-1) == NULL && moe_kernel_at(moe_kernel_count()) == NULL);
+  for (i = 0; i < moe_kernel_count(); i++) {
+    const moe_gemm_config *k = moe_kernel_at(i);
+    EXPECT(k && k->name && k->gemm1 && k->gemm2 && moe_precision_compiled(k->precision));
+    if (k && k->isa == MOE_ISA_SCALAR) EXPECT(moe_kernel_runnable(k));
+  }
+  (void)moe_amx_request(); /* 0 or 1: whether Linux granted AMX tiles */
+  printf("call_api: %s, isa %s, cpu features 0x%x, %d kernels\n", moe_version(), moe_isa_name(moe_get_isa()),
+         (unsigned)moe_cpu_features(), moe_kernel_count());
 }
 
 int main(void) {

@@ -48,10 +48,11 @@ for cc in gcc clang; do
   # libmoe-style: the implementation in a C object, the caller in C++ (extern "C" linkage)
   try $cc -std=c99 -O2 $warn -c "$src/moe.c" -o "$out/moe.o"
   run $cxx -x c++ -std=c++11 -O2 $warn "$api" -x none "$out/moe.o"
-  # contradictory macros must stop the build
+  # all precisions compiled out must stop the build
   n=$((n + 1))
-  if $cc -std=c99 -DMOE_IMPLEMENTATION -DMOE_NO_AMX -DMOE_AMX_EMULATE '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c" >/dev/null 2>&1; then
-    echo "FAIL: MOE_NO_AMX with MOE_AMX_EMULATE compiled"; fail=$((fail + 1))
+  if $cc -std=c99 -DMOE_IMPLEMENTATION -DMOE_NO_BF16 -DMOE_NO_INT8 -DMOE_NO_FP8 -DMOE_NO_INT4 -DMOE_NO_MXFP4 \
+      '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c" >/dev/null 2>&1; then
+    echo "FAIL: every MOE_NO_<precision> together compiled"; fail=$((fail + 1))
   fi
 done
 echo "compile matrix: $n builds, $fail failed"
