@@ -318,13 +318,13 @@ static inline void kit_slot(kit_weights *kw, int mat, int64_t e, uint8_t **codes
   *e8m0 = m->n_e8m0 ? (mat ? kw->x2 : kw->x13) + i * m->n_e8m0 : NULL;
 }
 
-/* Quantizes expert e's f32 weights (W13 [2N, K] gate rows first, W2 [K, N]) into slot e. */
-static inline void kit_weights_set_expert(kit_weights *kw, int64_t e, const float *w13, const float *w2) {
+/* Quantizes one expert's f32 weights (W13 [2N, K] gate rows first, W2 [K, N]) into slot `slot`. */
+static inline void kit_weights_set_expert(kit_weights *kw, int64_t slot, const float *w13, const float *w2) {
   uint8_t *codes, *zero, *e8m0;
   float *scale;
-  kit_slot(kw, 0, e, &codes, &scale, &zero, &e8m0);
+  kit_slot(kw, 0, slot, &codes, &scale, &zero, &e8m0);
   kit_quantize_mat(&kw->w, w13, kw->m13.rows, kw->m13.cols, codes, scale, zero, e8m0);
-  kit_slot(kw, 1, e, &codes, &scale, &zero, &e8m0);
+  kit_slot(kw, 1, slot, &codes, &scale, &zero, &e8m0);
   kit_quantize_mat(&kw->w, w2, kw->m2.rows, kw->m2.cols, codes, scale, zero, e8m0);
 }
 
@@ -379,24 +379,26 @@ static inline void kit_random_codes(const moe_weights *w, kit_rng *r, const kit_
   }
 }
 
-/* Expert e of a seed, either mode; f13 and f2 are scratch of 2N*K and K*N floats (default mode). */
-static inline void kit_weights_make_expert(kit_weights *kw, int64_t e, uint64_t seed, unsigned flags, float *f13,
-                                           float *f2) {
+/* Expert e of a seed, either mode, into slot `slot` (< kw->w.E): a benchmark can regenerate any
+ * expert into a one-expert buffer. Streams: 4e (W13), 4e + 1 (W2), 4e + 2 (biases); f13 and f2 are
+ * scratch of 2N*K and K*N floats (default mode; NULL with KIT_CODES). */
+static inline void kit_weights_expert(kit_weights *kw, int64_t slot, int64_t e, uint64_t seed, unsigned flags,
+                                      float *f13, float *f2) {
   int64_t N = kw->w.N, K = kw->w.K;
   if (flags & KIT_CODES) {
     for (int mat = 0; mat < 2; mat++) {
       kit_rng r = kit_rng_stream(seed, 4 * (uint64_t)e + (uint64_t)mat);
       uint8_t *codes, *zero, *e8m0;
       float *scale;
-      kit_slot(kw, mat, e, &codes, &scale, &zero, &e8m0);
+      kit_slot(kw, mat, slot, &codes, &scale, &zero, &e8m0);
       kit_random_codes(&kw->w, &r, mat ? &kw->m2 : &kw->m13, 1.0 / sqrt((double)(mat ? N : K)), codes, scale, zero,
                        e8m0);
     }
   } else {
     kit_expert_f32(seed, e, N, K, f13, f2);
-    kit_weights_set_expert(kw, e, f13, f2);
+    kit_weights_set_expert(kw, slot, f13, f2);
   }
-  if (kw->b13) kit_expert_bias(seed, e, N, K, kw->b13 + e * 2 * N, kw->b2 + e * K);
+  if (kw->b13) kit_expert_bias(seed, e, N, K, kw->b13 + slot * 2 * N, kw->b2 + slot * K);
 }
 
 /* Random plain weights of E experts with explicit fp8 blocks and int4 group (0: 128). */
@@ -414,7 +416,7 @@ static inline void kit_weights_random_blocks(kit_weights *kw, moe_precision p, i
       f13 = (float *)kit_malloc((size_t)(2 * N * K) * sizeof(float));
       f2 = (float *)kit_malloc((size_t)(K * N) * sizeof(float));
     }
-    kit_weights_make_expert(kw, e, seed, flags, f13, f2);
+    kit_weights_expert(kw, e, e, seed, flags, f13, f2);
     free(f13), free(f2);
   }
 }
