@@ -1,23 +1,25 @@
 /* moe_demo — one MoE layer of a real model, end to end, in every compiled precision.
  *
- * Random weights ~N(0,1)/sqrt(fan_in) are generated once per matrix (in f32, expert by expert) and
- * quantized by the library's quantizers into each precision's plain layout; random router logits
- * with a per-expert popularity skew are routed by moe_route(); the fused layer then runs in each
- * precision. The table shows the error against a float64 oracle that uses the ORIGINAL f32 weights
- * (so it is each precision's total quantization + compute error) and the speed.
+ * Random weights ~N(0,1)/sqrt(fan_in) (tests/kit.h, the same numbers the tests and benchmarks use for
+ * a seed) are generated once per expert in f32 and quantized by the library's quantizers into each
+ * precision's plain layout; random router logits with a per-expert popularity skew are routed by
+ * moe_route(); the fused layer then runs in each precision. The table shows the error against a
+ * float64 oracle that uses the ORIGINAL f32 weights (so it is each precision's total quantization +
+ * compute error), the speed, and the microkernels that ran.
  *
  *   moe_demo [--model NAME] [--m M] [--precision LIST] [--threads T] [--experts E] [--n N]
- *            [--runs R] [--seed S] [--isa scalar|avx512|amx] [--all-experts]
+ *            [--runs R] [--seed S] [--isa TIER] [--all-experts]
  *
- * Experts that no token routes to are never read by the layer, so by default the demo leaves their
- * weights zero instead of generating and quantizing them (the library's scalar quantizers would
- * otherwise dominate the run time); --all-experts fills every expert.
+ * The layer reads only the experts its tokens are routed to. By default the demo generates just
+ * those and leaves the others zero (generating and quantizing every expert of a big model takes far
+ * longer than the layer itself); --all-experts generates them all. The results are the same.
  *
- * Exit status: 0 on success, 1 when a library call fails or an error is NaN, 2 on bad options.
+ * Exit status: 0 on success, 1 when a library call fails or an error is NaN, 2 on bad options
+ * (including --isa with a tier this build or CPU cannot run).
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c11 */
 #define MOE_IMPLEMENTATION
-#include "moe.h"
+#include "kit.h" /* tests/kit.h: model shapes, RNG, plain weights; includes moe.h */
 
 #include <math.h>
 #include <stdint.h>
@@ -30,94 +32,26 @@
 #endif
 
 #define ORACLE_TOKENS 4 /* the float64 oracle checks the first min(M, 4) tokens */
-#define BLOCK 128       /* fp8 scale block (rows and cols) and int4 group */
 
-/* ---- models (REFERENCE.md) ---------------------------------------------------------------------- */
-typedef struct model_spec {
+/* ---- models: kit.h's table, cut here to keep the demo's memory modest --------------------------- */
+typedef struct model_cut {
   const char *name;
-  int64_t K, N, E;
-  int32_t topk;
-  moe_route_kind route;
-  int32_t n_group, topk_group, renormalize;
-  float rsf;            /* routed scaling factor, folded into the routing weights (0: 1)        */
-  moe_activation act;
-  int biases;           /* random b13 and b2 (gpt-oss)                                          */
-  int interleaved;      /* the checkpoint stores gate/up interleaved (gpt-oss)                 */
-  int64_t shared_N;     /* intermediate size of the shared expert; 0: none                      */
-  int shared_gate;      /* shared output scaled by sigmoid(x . gate) (Qwen1.5-MoE)              */
-  int64_t cut_E, cut_N; /* default cuts that keep the demo's memory modest; 0: full size        */
-} model_spec;
+  int64_t E, N; /* default --experts and --n; 0: the model's */
+} model_cut;
 
-static const model_spec MODELS[] = {
-    {.name = "qwen3-30b-a3b", .K = 2048, .N = 768, .E = 128, .topk = 8, .route = MOE_ROUTE_SOFTMAX,
-     .renormalize = 1},
-    {.name = "mixtral-8x7b", .K = 4096, .N = 14336, .E = 8, .topk = 2, .route = MOE_ROUTE_SOFTMAX,
-     .renormalize = 1, .cut_N = 3584},
-    {.name = "deepseek-v3", .K = 7168, .N = 2048, .E = 256, .topk = 8, .route = MOE_ROUTE_BIASED_GROUPED,
-     .n_group = 8, .topk_group = 4, .renormalize = 1, .rsf = 2.5f, .shared_N = 2048, .cut_E = 16},
-    {.name = "qwen1.5-moe-a2.7b", .K = 2048, .N = 1408, .E = 60, .topk = 4, .route = MOE_ROUTE_SOFTMAX,
-     .shared_N = 5632, .shared_gate = 1},
-    {.name = "gpt-oss-20b", .K = 2880, .N = 2880, .E = 32, .topk = 4, .route = MOE_ROUTE_SOFTMAX,
-     .renormalize = 1, .act = MOE_ACT_SWIGLU_OAI, .biases = 1, .interleaved = 1},
-    {.name = "llama-4-scout", .K = 5120, .N = 8192, .E = 16, .topk = 1, .route = MOE_ROUTE_SIGMOID,
-     .shared_N = 8192, .cut_E = 4},
-};
-#define N_MODELS (sizeof MODELS / sizeof MODELS[0])
+static const model_cut CUTS[] = {{"mixtral-8x7b", 0, 3584}, {"deepseek-v3", 16, 0}, {"llama-4-scout", 4, 0}};
 
-/* ---- small utilities ---------------------------------------------------------------------------- */
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) {
-    fprintf(stderr, "moe_demo: out of memory (%zu bytes); try --experts or --n\n", n);
-    exit(1);
-  }
-  return p;
+static model_cut cut_of(const kit_model *m) {
+  model_cut none = {NULL, 0, 0};
+  for (size_t i = 0; i < sizeof CUTS / sizeof CUTS[0]; i++)
+    if (strcmp(CUTS[i].name, m->name) == 0) return CUTS[i];
+  return none;
 }
-
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p) {
-    fprintf(stderr, "moe_demo: out of memory; try --experts or --n\n");
-    exit(1);
-  }
-  return p;
-}
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-/* splitmix64: derives independent stream seeds from (seed, tag, index). */
-static uint64_t mix_seed(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/* xorshift64* */
-static uint64_t rng_next(uint64_t *s) {
-  *s ^= *s >> 12;
-  *s ^= *s << 25;
-  *s ^= *s >> 27;
-  return *s * 0x2545F4914F6CDD1Dull;
-}
-
-/* Approximately N(0, 1), cheap: the sum of four 16-bit uniforms (Irwin-Hall), centred and scaled to
- * unit variance. One RNG step per value, no log or cos: weight generation must not dominate. */
-static float rng_normal(uint64_t *s) {
-  uint64_t r = rng_next(s);
-  int64_t sum = (int64_t)(r & 0xFFFF) + (int64_t)((r >> 16) & 0xFFFF) + (int64_t)((r >> 32) & 0xFFFF) +
-                (int64_t)(r >> 48);
-  return (float)(sum - 131070) * (float)(1.7320508075688772 / 65536.0); /* sd = 65536 / sqrt(3) */
-}
-
-static void fill_normal(float *v, int64_t n, float scale, uint64_t *s) {
-  for (int64_t i = 0; i < n; i++) v[i] = scale * rng_normal(s);
 }
 
 /* ---- plain weight formats ----------------------------------------------------------------------- */
@@ -130,99 +64,32 @@ static wfmt fmt_of(moe_precision p) {
   return f[p];
 }
 
-/* Per-expert element counts of one rows x cols matrix in a plain format. */
-typedef struct mat_sizes {
-  size_t q_bytes, n_scale, n_zero, n_e8m0;
-} mat_sizes;
-
-static mat_sizes mat_sizes_of(wfmt f, int64_t rows, int64_t cols) {
-  mat_sizes s = {0, 0, 0, 0};
-  size_t n8 = (size_t)(rows * cols), n4 = (size_t)(rows * cdiv(cols, 2)); /* 8-bit, 4-bit codes */
-  switch (f) {
-  case FMT_BF16:
-  case FMT_FP16: s.q_bytes = 2 * n8; break;
-  case FMT_INT8: s.q_bytes = n8, s.n_scale = (size_t)rows; break;
-  case FMT_FP8: s.q_bytes = n8, s.n_scale = (size_t)(cdiv(rows, BLOCK) * cdiv(cols, BLOCK)); break;
-  case FMT_INT4: s.q_bytes = n4, s.n_scale = s.n_zero = (size_t)(rows * cdiv(cols, BLOCK)); break;
-  case FMT_MXFP4: s.q_bytes = n4, s.n_e8m0 = (size_t)(rows * cdiv(cols, 32)); break;
-  default: break;
-  }
-  return s;
-}
-
-/* One matrix of E experts in one plain format: [E, rows, cols] codes plus their scales. */
-typedef struct plain_mat {
-  uint8_t *q, *zero, *e8m0;
-  float *scale;
-  mat_sizes per; /* per expert */
-} plain_mat;
-
-static void mat_alloc(plain_mat *m, wfmt f, int64_t E, int64_t rows, int64_t cols) {
-  size_t e = (size_t)E;
-  m->per = mat_sizes_of(f, rows, cols);
-  /* zeroed: the experts the demo skips stay valid all-zero weights in every format */
-  m->q = (uint8_t *)xcalloc(e, m->per.q_bytes);
-  m->scale = m->per.n_scale ? (float *)xcalloc(e * m->per.n_scale, sizeof(float)) : NULL;
-  m->zero = m->per.n_zero ? (uint8_t *)xcalloc(e, m->per.n_zero) : NULL;
-  m->e8m0 = m->per.n_e8m0 ? (uint8_t *)xcalloc(e, m->per.n_e8m0) : NULL;
-}
-
-static void mat_free(plain_mat *m) {
-  free(m->q), free(m->scale), free(m->zero), free(m->e8m0);
-  memset(m, 0, sizeof *m);
-}
-
-/* Quantizes expert e's f32 matrix w [rows, cols] into slot e of m with the library's quantizers. */
-static void mat_quantize(plain_mat *m, wfmt f, int64_t e, const float *w, int64_t rows, int64_t cols) {
-  uint8_t *q = m->q + (size_t)e * m->per.q_bytes;
-  float *scale = m->scale ? m->scale + (size_t)e * m->per.n_scale : NULL;
-  uint8_t *zero = m->zero ? m->zero + (size_t)e * m->per.n_zero : NULL;
-  uint8_t *e8m0 = m->e8m0 ? m->e8m0 + (size_t)e * m->per.n_e8m0 : NULL;
-  int64_t n = rows * cols;
-  switch (f) {
-  case FMT_BF16:
-    for (int64_t i = 0; i < n; i++) ((uint16_t *)q)[i] = moe_f32_to_bf16(w[i]);
-    break;
-  case FMT_FP16:
-    for (int64_t i = 0; i < n; i++) ((uint16_t *)q)[i] = moe_f32_to_f16(w[i]);
-    break;
-  case FMT_INT8: moe_quantize_weight_int8(w, 1, rows, cols, (int8_t *)q, scale); break;
-  case FMT_FP8: moe_quantize_weight_fp8(w, 1, rows, cols, BLOCK, BLOCK, q, scale); break;
-  case FMT_INT4: moe_quantize_weight_int4(w, 1, rows, cols, BLOCK, q, scale, zero); break;
-  case FMT_MXFP4: moe_quantize_weight_mxfp4(w, 1, rows, cols, q, e8m0); break;
-  default: break;
-  }
-}
-
-/* E experts of one shape (the routed experts, or the shared expert with E = 1). */
+/* E experts of one shape (the routed experts, or the shared expert with E = 1), in every plain format
+ * some chosen precision needs (fmt[f].w13 == NULL: not needed). */
 typedef struct stack {
   int64_t E, N, K;
-  plain_mat w13[FMT_COUNT], w2[FMT_COUNT]; /* only the formats some chosen precision needs */
-  float *b13, *b2;                         /* plain f32 biases [E, 2N], [E, K], or NULL      */
+  int biases;
+  kit_weights fmt[FMT_COUNT];
 } stack;
 
-/* One expert's original f32 weights. Gate row n starts at gate + n * row_step (bias bg[n * bias_step]),
- * up row n at up + n * row_step: one view for the plain and the gate/up-interleaved layout. */
+/* One expert's original f32 weights: W13 [2N, K] gate rows first, W2 [K, N], biases or NULL. */
 typedef struct expert_f32 {
-  float *w13, *w2, *b13, *b2;   /* as generated: [2N, K] (maybe interleaved), [K, N], [2N], [K] */
-  float *plain13, *plain_b13;   /* gate rows first (a deinterleaved copy, or w13/b13 itself)    */
-  const float *gate, *up, *bg, *bu;
-  int64_t row_step, bias_step;
+  float *w13, *w2, *b13, *b2;
 } expert_f32;
 
 /* ---- the demo's state --------------------------------------------------------------------------- */
 typedef struct options {
-  const model_spec *model;
+  const kit_model *model;
   int64_t M, E, N; /* E, N: 0 means the model's default (with its cut) */
   int64_t threads, runs;
   uint64_t seed;
   int all_experts; /* generate the experts no token uses too */
   int use[MOE_PREC_COUNT];
-  moe_isa isa_cap; /* highest kernel tier allowed */
+  moe_isa isa_cap; /* highest kernel tier allowed (MOE_ISA_COUNT: no cap) */
 } options;
 
 typedef struct demo {
-  const model_spec *spec;
+  const kit_model *spec;
   int64_t M, K, E, Mo; /* Mo: tokens the oracle checks */
   int32_t topk, T;     /* T: slots per token in the oracle (topk, + 1 with a shared expert) */
   int threads, runs, all_experts;
@@ -241,6 +108,7 @@ typedef struct demo {
   double *slot_y;        /* [Mo, T, K] oracle: each slot's weighted expert output     */
   double *ref;           /* [Mo, K] oracle output                                     */
   stack routed, shared;  /* shared.E == 0: no shared expert                           */
+  double ms_inputs, ms_weights, ms_pack; /* setup time: inputs and routing, weights, packing */
 } demo;
 
 /* ---- options ------------------------------------------------------------------------------------ */
@@ -248,17 +116,21 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: moe_demo [--model NAME] [--m M] [--precision LIST] [--threads T] [--experts E]\n"
           "                [--n N] [--runs R] [--seed S] [--isa TIER] [--all-experts]\n"
-          "  --model      qwen3-30b-a3b (default), mixtral-8x7b, deepseek-v3, qwen1.5-moe-a2.7b,\n"
-          "               gpt-oss-20b, llama-4-scout\n"
-          "  --m          tokens (default 8)\n"
+          "  --model      qwen3-30b-a3b (default)");
+  for (int i = 0; i < kit_model_count(); i++)
+    if (strcmp(kit_model_at(i)->name, "qwen3-30b-a3b") != 0) fprintf(f, ", %s", kit_model_at(i)->name);
+  fprintf(f,
+          "\n  --m          tokens (default 8)\n"
           "  --precision  comma-separated list or 'all' (default: every compiled precision)\n"
           "  --threads    threads (default: OpenMP's default, all cores)\n"
           "  --experts    routed experts kept (default: all; 16 for deepseek-v3, 4 for llama-4-scout)\n"
           "  --n          expert intermediate size (default: the model's; 3584 for mixtral-8x7b)\n"
           "  --runs       timed runs, median reported (default 5)\n"
           "  --seed       random seed (default 1)\n"
-          "  --isa        highest kernel tier: scalar, avx512, amx (default: the best this CPU has)\n"
-          "  --all-experts  generate the experts no token routes to as well (default: left zero)\n");
+          "  --isa        highest kernel tier:");
+  for (int i = 0; i < MOE_ISA_COUNT; i++) fprintf(f, " %s", moe_isa_name((moe_isa)i));
+  fprintf(f, " (default: the best this CPU runs)\n"
+             "  --all-experts  also generate the experts no token is routed to (default: left zero)\n");
 }
 
 static int parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *v) {
@@ -272,11 +144,10 @@ static int parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int
   return 0;
 }
 
-static const model_spec *find_model(const char *name) {
-  for (size_t i = 0; name && i < N_MODELS; i++)
-    if (strcmp(MODELS[i].name, name) == 0) return &MODELS[i];
-  fprintf(stderr, "moe_demo: unknown model '%s'\n", name ? name : "");
-  return NULL;
+static const kit_model *find_model(const char *name) {
+  const kit_model *m = kit_model_find(name);
+  if (!m) fprintf(stderr, "moe_demo: unknown model '%s'\n", name ? name : "");
+  return m;
 }
 
 /* "all" or a comma-separated list of precision names; each must be compiled in. */
@@ -310,19 +181,28 @@ static int parse_precisions(const char *list, int use[MOE_PREC_COUNT]) {
   return any ? 0 : -1;
 }
 
+/* A tier this build and CPU run; otherwise says why (never silently runs a lower tier). */
 static int parse_isa(const char *name, moe_isa *isa) {
-  for (int i = 0; name && i < MOE_ISA_COUNT; i++)
-    if (strcmp(name, moe_isa_name((moe_isa)i)) == 0) {
-      *isa = (moe_isa)i;
-      return 0;
-    }
-  fprintf(stderr, "moe_demo: unknown ISA tier '%s'\n", name ? name : "");
-  return -1;
+  int compiled = 0;
+  *isa = moe_isa_from_name(name ? name : "");
+  if (*isa == MOE_ISA_COUNT) {
+    fprintf(stderr, "moe_demo: unknown ISA tier '%s'\n", name ? name : "");
+    return -1;
+  }
+  if (moe_isa_available(*isa)) return 0;
+  for (int i = 0; i < moe_kernel_count(); i++) compiled |= moe_kernel_at(i)->isa == *isa;
+  fprintf(stderr, "moe_demo: --isa %s: %s; this machine runs:", name,
+          compiled ? "this CPU (or OS) lacks the instructions of that tier"
+                   : "no kernels of that tier are compiled in (not written yet, or removed by MOE_NO_*)");
+  for (int i = 0; i < MOE_ISA_COUNT; i++)
+    if (moe_isa_available((moe_isa)i)) fprintf(stderr, " %s", moe_isa_name((moe_isa)i));
+  fprintf(stderr, "\n");
+  exit(2);
 }
 
 static int parse_options(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
-  o->model = &MODELS[0], o->M = 8, o->runs = 5, o->seed = 1, o->isa_cap = (moe_isa)(MOE_ISA_COUNT - 1);
+  o->model = kit_model_find("qwen3-30b-a3b"), o->M = 8, o->runs = 5, o->seed = 1, o->isa_cap = MOE_ISA_COUNT;
   parse_precisions("all", o->use);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -371,40 +251,34 @@ static int setup_threads(int64_t requested) {
 /* x ~ N(0, 1) in bf16; logits ~ N(0, 1) plus a per-expert popularity N(0, 0.7^2), so some experts are
  * hot and some cold, as in trained routers; small random correction bias and gate vector. */
 static void make_inputs(demo *d) {
-  uint64_t s = mix_seed(d->seed ^ 0x1D);
-  float *pop = (float *)xmalloc((size_t)d->E * sizeof *pop);
-  d->x = (uint16_t *)xmalloc((size_t)(d->M * d->K) * sizeof *d->x);
-  d->xf = (float *)xmalloc((size_t)(d->M * d->K) * sizeof *d->xf);
-  for (int64_t i = 0; i < d->M * d->K; i++) {
-    d->x[i] = moe_f32_to_bf16(rng_normal(&s));
-    d->xf[i] = moe_bf16_to_f32(d->x[i]);
-  }
-  fill_normal(pop, d->E, 0.7f, &s);
-  d->logits = (float *)xmalloc((size_t)(d->M * d->E) * sizeof *d->logits);
-  for (int64_t i = 0; i < d->M * d->E; i++) d->logits[i] = rng_normal(&s) + pop[i % d->E];
+  kit_rng r = kit_rng_stream(d->seed, UINT64_MAX); /* a stream no expert uses */
+  float *pop = (float *)kit_malloc((size_t)d->E * sizeof *pop);
+  d->x = (uint16_t *)kit_malloc((size_t)(d->M * d->K) * sizeof *d->x);
+  d->xf = (float *)kit_malloc((size_t)(d->M * d->K) * sizeof *d->xf);
+  kit_fill_bf16(&r, d->x, d->M * d->K, 1.0);
+  moe_convert_to_f32(MOE_BF16, d->x, d->xf, (size_t)(d->M * d->K));
+  kit_fill_normal(&r, pop, d->E, 0.7);
+  d->logits = (float *)kit_malloc((size_t)(d->M * d->E) * sizeof *d->logits);
+  for (int64_t i = 0; i < d->M * d->E; i++) d->logits[i] = (float)kit_normal(&r) + pop[i % d->E];
   free(pop);
   if (d->spec->route == MOE_ROUTE_BIASED_GROUPED) {
-    d->corr_bias = (float *)xmalloc((size_t)d->E * sizeof *d->corr_bias);
-    fill_normal(d->corr_bias, d->E, 0.05f, &s);
+    d->corr_bias = (float *)kit_malloc((size_t)d->E * sizeof *d->corr_bias);
+    kit_fill_normal(&r, d->corr_bias, d->E, 0.05);
   }
   if (d->spec->shared_gate) {
-    d->gate_vec = (float *)xmalloc((size_t)d->K * sizeof *d->gate_vec);
-    fill_normal(d->gate_vec, d->K, 1.0f / sqrtf((float)d->K), &s);
+    d->gate_vec = (float *)kit_malloc((size_t)d->K * sizeof *d->gate_vec);
+    kit_fill_normal(&r, d->gate_vec, d->K, 1.0 / sqrt((double)d->K));
   }
 }
 
 static moe_status route_tokens(demo *d) {
-  moe_router r;
+  moe_router r = kit_model_router(d->spec);
   moe_status st;
-  memset(&r, 0, sizeof r);
-  r.kind = d->spec->route, r.E = (int32_t)d->E, r.topk = d->topk;
-  r.n_group = d->spec->n_group, r.topk_group = d->spec->topk_group;
-  r.renormalize = d->spec->renormalize, r.routed_scaling_factor = d->spec->rsf;
-  r.correction_bias = d->corr_bias;
-  d->tw = (float *)xmalloc((size_t)(d->M * d->topk) * sizeof *d->tw);
-  d->ids = (int32_t *)xmalloc((size_t)(d->M * d->topk) * sizeof *d->ids);
+  r.E = (int32_t)d->E, r.correction_bias = d->corr_bias;
+  d->tw = (float *)kit_malloc((size_t)(d->M * d->topk) * sizeof *d->tw);
+  d->ids = (int32_t *)kit_malloc((size_t)(d->M * d->topk) * sizeof *d->ids);
   st = moe_route(&r, d->logits, MOE_F32, d->M, d->tw, d->ids);
-  d->hit = (char *)xcalloc((size_t)d->E, 1);
+  d->hit = (char *)kit_calloc((size_t)d->E);
   d->n_hit = 0;
   for (int64_t i = 0; st == MOE_OK && i < d->M * d->topk; i++)
     if (!d->hit[d->ids[i]]) d->hit[d->ids[i]] = 1, d->n_hit++;
@@ -413,12 +287,13 @@ static moe_status route_tokens(demo *d) {
 
 /* Sizes from the model and the cuts; the inputs; the routing; the oracle's buffers. */
 static int demo_init(demo *d, const options *o) {
-  const model_spec *sp = o->model;
-  int64_t N = o->N ? o->N : (sp->cut_N ? sp->cut_N : sp->N);
+  const kit_model *sp = o->model;
+  model_cut cut = cut_of(sp);
+  int64_t N = o->N ? o->N : (cut.N ? cut.N : sp->N);
   moe_status st;
   memset(d, 0, sizeof *d);
   d->spec = sp, d->M = o->M, d->K = sp->K, d->topk = sp->topk;
-  d->E = o->E ? o->E : (sp->cut_E ? sp->cut_E : sp->E);
+  d->E = o->E ? o->E : (cut.E ? cut.E : sp->E);
   d->Mo = d->M < ORACLE_TOKENS ? d->M : ORACLE_TOKENS;
   d->T = d->topk + (sp->shared_N ? 1 : 0);
   d->runs = (int)o->runs, d->seed = o->seed, d->all_experts = o->all_experts;
@@ -430,7 +305,7 @@ static int demo_init(demo *d, const options *o) {
             (long long)sp->E, (long long)sp->N);
     return -1;
   }
-  d->routed.E = d->E, d->routed.N = N, d->routed.K = d->K;
+  d->routed.E = d->E, d->routed.N = N, d->routed.K = d->K, d->routed.biases = sp->biases;
   if (sp->shared_N) d->shared.E = 1, d->shared.N = sp->shared_N, d->shared.K = d->K;
   make_inputs(d);
   if ((st = route_tokens(d)) != MOE_OK) {
@@ -440,9 +315,9 @@ static int demo_init(demo *d, const options *o) {
               sp->name, sp->n_group, sp->topk * sp->n_group / sp->topk_group);
     return -1;
   }
-  d->slot_y = (double *)xcalloc((size_t)(d->Mo * d->T * d->K), sizeof *d->slot_y);
-  d->ref = (double *)xcalloc((size_t)(d->Mo * d->K), sizeof *d->ref);
-  d->shared_scale = (double *)xmalloc((size_t)d->Mo * sizeof *d->shared_scale);
+  d->slot_y = (double *)kit_calloc((size_t)(d->Mo * d->T * d->K) * sizeof *d->slot_y);
+  d->ref = (double *)kit_calloc((size_t)(d->Mo * d->K) * sizeof *d->ref);
+  d->shared_scale = (double *)kit_malloc((size_t)d->Mo * sizeof *d->shared_scale);
   for (int64_t m = 0; m < d->Mo; m++) {
     double s = 0.0;
     for (int64_t k = 0; d->gate_vec && k < d->K; k++) s += (double)d->xf[m * d->K + k] * d->gate_vec[k];
@@ -465,8 +340,8 @@ static double act_f64(moe_activation act, double g, double u) {
 static void oracle_expert(const expert_f32 *w, int64_t N, int64_t K, moe_activation act, const float *x,
                           double weight, double *h, double *y) {
   for (int64_t n = 0; n < N; n++) {
-    const float *gr = w->gate + n * w->row_step, *ur = w->up + n * w->row_step;
-    double g = w->bg ? w->bg[n * w->bias_step] : 0.0, u = w->bu ? w->bu[n * w->bias_step] : 0.0;
+    const float *gr = w->w13 + n * K, *ur = w->w13 + (N + n) * K;
+    double g = w->b13 ? w->b13[n] : 0.0, u = w->b13 ? w->b13[N + n] : 0.0;
     for (int64_t k = 0; k < K; k++) g += (double)x[k] * gr[k], u += (double)x[k] * ur[k];
     h[n] = act_f64(act, g, u);
   }
@@ -480,7 +355,7 @@ static void oracle_expert(const expert_f32 *w, int64_t N, int64_t K, moe_activat
 
 /* Adds expert e of the stack to the oracle slots of the checked tokens that use it. */
 static void oracle_add(const demo *d, int is_shared, int64_t e, const expert_f32 *w, int64_t N) {
-  double *h = (double *)xmalloc((size_t)N * sizeof *h);
+  double *h = (double *)kit_malloc((size_t)N * sizeof *h);
   for (int64_t m = 0; m < d->Mo; m++) {
     const float *x = d->xf + m * d->K;
     double *slots = d->slot_y + m * d->T * d->K;
@@ -495,75 +370,53 @@ static void oracle_add(const demo *d, int is_shared, int64_t e, const expert_f32
   free(h);
 }
 
-/* Generates one expert's f32 weights from its own RNG stream (independent of thread order). */
-static void expert_generate(const demo *d, const stack *s, int is_shared, int64_t e, expert_f32 *w) {
-  int64_t N = s->N, K = s->K, nk = 2 * N * K;
-  uint64_t rng = mix_seed(d->seed ^ mix_seed((uint64_t)(is_shared ? -1 : e)));
-  memset(w, 0, sizeof *w);
-  w->w13 = (float *)xmalloc((size_t)nk * sizeof(float));
-  w->w2 = (float *)xmalloc((size_t)(K * N) * sizeof(float));
-  fill_normal(w->w13, nk, 1.0f / sqrtf((float)K), &rng);
-  fill_normal(w->w2, K * N, 1.0f / sqrtf((float)N), &rng);
-  if (d->spec->biases && !is_shared) {
-    w->b13 = (float *)xmalloc((size_t)(2 * N) * sizeof(float));
-    w->b2 = (float *)xmalloc((size_t)K * sizeof(float));
-    fill_normal(w->b13, 2 * N, 0.1f, &rng);
-    fill_normal(w->b2, K, 0.1f, &rng);
+/* gpt-oss checkpoints interleave the gate and up rows (row 2i gate i, row 2i+1 up i). Writes the
+ * generated W13 and b13 in that layout, then reads them back with the library's importer, as an
+ * engine loading such a checkpoint would. */
+static void via_interleaved_checkpoint(const stack *s, expert_f32 *w) {
+  int64_t N = s->N, K = s->K;
+  float *ckpt = (float *)kit_malloc((size_t)(2 * N * K) * sizeof(float));
+  for (int64_t n = 0; n < N; n++) {
+    memcpy(ckpt + 2 * n * K, w->w13 + n * K, (size_t)K * sizeof(float));
+    memcpy(ckpt + (2 * n + 1) * K, w->w13 + (N + n) * K, (size_t)K * sizeof(float));
   }
-  w->plain13 = w->w13, w->plain_b13 = w->b13;
-  w->gate = w->w13, w->up = w->w13 + N * K, w->row_step = K;
-  w->bg = w->b13, w->bu = w->b13 ? w->b13 + N : NULL, w->bias_step = 1;
-  if (d->spec->interleaved && !is_shared) { /* as gpt-oss stores it: row 2i gate i, row 2i+1 up i */
-    w->up = w->w13 + K, w->row_step = 2 * K;
-    w->bu = w->b13 ? w->b13 + 1 : NULL, w->bias_step = 2;
-  }
+  moe_deinterleave_gate_up(ckpt, w->w13, 1, N, (size_t)K * sizeof(float));
+  for (int64_t n = 0; w->b13 && n < N; n++) ckpt[2 * n] = w->b13[n], ckpt[2 * n + 1] = w->b13[N + n];
+  if (w->b13) moe_deinterleave_gate_up(ckpt, w->b13, 1, N, sizeof(float));
+  free(ckpt);
 }
 
-/* The plain layout the packer wants: gpt-oss's interleaved gate/up turned into gate rows first. */
-static void expert_deinterleave(const demo *d, const stack *s, int is_shared, expert_f32 *w) {
-  if (!d->spec->interleaved || is_shared) return;
-  w->plain13 = (float *)xmalloc((size_t)(2 * s->N * s->K) * sizeof(float));
-  moe_deinterleave_gate_up(w->w13, w->plain13, 1, s->N, (size_t)s->K * sizeof(float));
-  if (w->b13) {
-    w->plain_b13 = (float *)xmalloc((size_t)(2 * s->N) * sizeof(float));
-    moe_deinterleave_gate_up(w->b13, w->plain_b13, 1, s->N, sizeof(float));
-  }
-}
-
-static void expert_free(expert_f32 *w) {
-  if (w->plain13 != w->w13) free(w->plain13);
-  if (w->plain_b13 != w->b13) free(w->plain_b13);
-  free(w->w13), free(w->w2), free(w->b13), free(w->b2);
-}
-
-/* Expert e: generate in f32, feed the oracle, quantize into every needed format, keep the biases. */
+/* Expert e: generate in f32 (the shared expert from a stream past the routed ones), feed the oracle,
+ * quantize into every needed format, keep the biases. */
 static void build_expert(const demo *d, stack *s, int is_shared, int64_t e) {
-  expert_f32 w;
-  expert_generate(d, s, is_shared, e, &w);
-  expert_deinterleave(d, s, is_shared, &w);
-  oracle_add(d, is_shared, e, &w, s->N);
-  for (int f = 0; f < FMT_COUNT; f++) {
-    if (!s->w13[f].q) continue;
-    mat_quantize(&s->w13[f], (wfmt)f, e, w.plain13, 2 * s->N, s->K);
-    mat_quantize(&s->w2[f], (wfmt)f, e, w.w2, s->K, s->N);
+  int64_t N = s->N, K = s->K, stream = is_shared ? d->spec->E : e;
+  expert_f32 w = {NULL, NULL, NULL, NULL};
+  w.w13 = (float *)kit_malloc((size_t)(2 * N * K) * sizeof(float));
+  w.w2 = (float *)kit_malloc((size_t)(K * N) * sizeof(float));
+  kit_expert_f32(d->seed, stream, N, K, w.w13, w.w2);
+  if (s->biases) {
+    w.b13 = (float *)kit_malloc((size_t)(2 * N) * sizeof(float));
+    w.b2 = (float *)kit_malloc((size_t)K * sizeof(float));
+    kit_expert_bias(d->seed, stream, N, K, w.b13, w.b2);
   }
-  if (s->b13) memcpy(s->b13 + e * 2 * s->N, w.plain_b13, (size_t)(2 * s->N) * sizeof(float));
-  if (s->b2) memcpy(s->b2 + e * s->K, w.b2, (size_t)s->K * sizeof(float));
-  expert_free(&w);
+  if (d->spec->interleaved && !is_shared) via_interleaved_checkpoint(s, &w);
+  oracle_add(d, is_shared, e, &w, N);
+  for (int f = 0; f < FMT_COUNT; f++) {
+    kit_weights *kw = &s->fmt[f];
+    if (!kw->w13) continue;
+    kit_weights_set_expert(kw, e, w.w13, w.w2);
+    if (kw->b13) memcpy(kw->b13 + e * 2 * N, w.b13, (size_t)(2 * N) * sizeof(float));
+    if (kw->b2) memcpy(kw->b2 + e * K, w.b2, (size_t)K * sizeof(float));
+  }
+  free(w.w13), free(w.w2), free(w.b13), free(w.b2);
 }
 
 /* The experts of a stack that the layer reads (all with --all-experts), expert by expert (in
  * parallel), so only a few f32 experts live at once. */
 static void build_stack(const demo *d, stack *s, int is_shared) {
   for (int p = 0; p < MOE_PREC_COUNT; p++) {
-    wfmt f = fmt_of((moe_precision)p);
-    if (!d->use[p] || s->w13[f].q) continue;
-    mat_alloc(&s->w13[f], f, s->E, 2 * s->N, s->K);
-    mat_alloc(&s->w2[f], f, s->E, s->K, s->N);
-  }
-  if (d->spec->biases && !is_shared) {
-    s->b13 = (float *)xcalloc((size_t)(s->E * 2 * s->N), sizeof(float));
-    s->b2 = (float *)xcalloc((size_t)(s->E * s->K), sizeof(float));
+    kit_weights *kw = &s->fmt[fmt_of((moe_precision)p)];
+    if (d->use[p] && !kw->w13) kit_weights_alloc(kw, (moe_precision)p, s->E, s->N, s->K, 0, 0, 0, s->biases ? KIT_BIAS : 0);
   }
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1)
@@ -572,14 +425,8 @@ static void build_stack(const demo *d, stack *s, int is_shared) {
     if (is_shared || d->all_experts || d->hit[e]) build_expert(d, s, is_shared, e);
 }
 
-static void stack_free_format(stack *s, wfmt f) {
-  mat_free(&s->w13[f]);
-  mat_free(&s->w2[f]);
-}
-
 static void stack_free(stack *s) {
-  for (int f = 0; f < FMT_COUNT; f++) stack_free_format(s, (wfmt)f);
-  free(s->b13), free(s->b2);
+  for (int f = 0; f < FMT_COUNT; f++) kit_weights_free(&s->fmt[f]);
 }
 
 /* The oracle's output: each token's slots summed in a fixed order. */
@@ -591,26 +438,15 @@ static void oracle_finish(demo *d) {
 
 /* ---- one precision ------------------------------------------------------------------------------ */
 typedef struct result {
-  double err, ms, bytes;
+  double err, ms, bytes, ms_pack;
 } result;
 
-static moe_weights plain_weights(const stack *s, moe_precision p) {
-  const plain_mat *a = &s->w13[fmt_of(p)], *b = &s->w2[fmt_of(p)];
-  moe_weights w;
-  memset(&w, 0, sizeof w); /* zero: blocks and groups of 128 */
-  w.precision = p, w.E = s->E, w.N = s->N, w.K = s->K;
-  w.w13 = a->q, w.w2 = b->q;
-  w.w13_scale = a->scale, w.w2_scale = b->scale;
-  w.w13_zero = a->zero, w.w2_zero = b->zero;
-  w.w13_e8m0 = a->e8m0, w.w2_e8m0 = b->e8m0;
-  w.b13 = s->b13, w.b2 = s->b2;
-  return w;
-}
-
 static moe_status pack_stack(const stack *s, moe_precision p, moe_experts *ex, void **buf) {
-  moe_weights w = plain_weights(s, p);
-  size_t n = moe_pack_size(&w);
-  *buf = xmalloc(n);
+  moe_weights w = s->fmt[fmt_of(p)].w;
+  size_t n;
+  w.precision = p; /* both INT4 precisions pack from one plain format */
+  n = moe_pack_size(&w);
+  *buf = kit_malloc(n);
   return moe_pack(&w, ex, *buf, n);
 }
 
@@ -629,7 +465,7 @@ static int cmp_double(const void *a, const void *b) {
 /* Warm-up once, then the median of d->runs timed calls, in ms (NAN on failure: *st says why). */
 static double time_layer(const demo *d, const moe_experts *ex, const moe_call *c, void *ws, size_t ws_size,
                          moe_status *st) {
-  double *t = (double *)xmalloc((size_t)d->runs * sizeof *t), med;
+  double *t = (double *)kit_malloc((size_t)d->runs * sizeof *t), med;
   *st = moe_fused_experts(ex, c, ws, ws_size, NULL);
   for (int i = 0; i < d->runs && *st == MOE_OK; i++) {
     double t0 = now_ms();
@@ -655,18 +491,19 @@ static double rel_error(const demo *d, const uint16_t *out) {
 static moe_status run_precision(const demo *d, moe_precision p, result *r) {
   moe_experts ex, sh;
   void *ex_buf = NULL, *sh_buf = NULL, *ws = NULL;
-  uint16_t *out = (uint16_t *)xmalloc((size_t)(d->M * d->K) * sizeof *out);
+  uint16_t *out = (uint16_t *)kit_malloc((size_t)(d->M * d->K) * sizeof *out);
   size_t ws_size = 0;
-  moe_call c;
+  moe_call c = MOE_ZERO_INIT; /* bf16 in and out, SiLU, routed scale 1 (folded into the weights) */
+  double t0 = now_ms();
   moe_status st = pack_stack(&d->routed, p, &ex, &ex_buf);
   if (st == MOE_OK && d->shared.E) st = pack_stack(&d->shared, p, &sh, &sh_buf);
-  memset(&c, 0, sizeof c); /* bf16 in and out, SiLU, routed scale 1 (folded into the weights) */
+  r->ms_pack = now_ms() - t0;
   c.x = d->x, c.out = out, c.M = d->M, c.topk = d->topk;
   c.topk_weights = d->tw, c.topk_ids = d->ids, c.act = d->spec->act;
   c.shared = d->shared.E ? &sh : NULL, c.shared_gate = d->gate_vec;
   if (st == MOE_OK) st = moe_workspace_size(&ex, &c, &ws_size);
   if (st == MOE_OK) {
-    ws = xmalloc(ws_size);
+    ws = kit_malloc(ws_size);
     r->ms = time_layer(d, &ex, &c, ws, ws_size, &st);
   }
   if (st == MOE_OK) {
@@ -681,68 +518,87 @@ static moe_status run_precision(const demo *d, moe_precision p, result *r) {
 static void release_format(demo *d, moe_precision p) {
   for (int q = (int)p + 1; q < MOE_PREC_COUNT; q++)
     if (d->use[q] && fmt_of((moe_precision)q) == fmt_of(p)) return;
-  stack_free_format(&d->routed, fmt_of(p));
-  stack_free_format(&d->shared, fmt_of(p));
+  kit_weights_free(&d->routed.fmt[fmt_of(p)]);
+  kit_weights_free(&d->shared.fmt[fmt_of(p)]);
 }
 
 /* ---- output ------------------------------------------------------------------------------------- */
+static void print_experts_hit(const demo *d) {
+  printf("  experts: each token goes to %d of the %lld experts; the %lld token%s together use %lld.\n", d->topk,
+         (long long)d->E, (long long)d->M, d->M == 1 ? "" : "s", (long long)d->n_hit);
+  if (!d->all_experts && d->n_hit < d->E)
+    printf("           The layer reads only those, so only they were generated; the other %lld stay zero\n"
+           "           (--all-experts generates them too: slower setup, same results).\n",
+           (long long)(d->E - d->n_hit));
+}
+
 static void print_header(const demo *d) {
-  const model_spec *sp = d->spec;
+  const kit_model *sp = d->spec;
   static const char *route[] = {"softmax", "sigmoid", "grouped", "biased grouped"};
   printf("moe_demo: %s  K %lld, N %lld, E %lld, topk %d, %s%s", sp->name, (long long)d->K,
          (long long)d->routed.N, (long long)d->E, d->topk, route[sp->route],
          sp->renormalize ? " + renormalize" : "");
   if (sp->n_group) printf(" (%d groups, keep %d, rsf %.1f)", sp->n_group, sp->topk_group, sp->rsf);
-  printf("  |  M %lld  |  threads %d  |  ISA %s\n", (long long)d->M, d->threads, moe_isa_name(moe_get_isa()));
+  printf("  |  M %lld  |  threads %d  |  best tier %s\n", (long long)d->M, d->threads,
+         moe_isa_name(moe_get_isa()));
   if (sp->shared_N)
     printf("  shared expert: N %lld%s\n", (long long)sp->shared_N, sp->shared_gate ? ", sigmoid gate" : "");
   if (sp->act == MOE_ACT_SWIGLU_OAI)
-    printf("  activation: swiglu-oai (alpha 1.702, limit 7), biases, gate/up interleaved\n");
+    printf("  activation: swiglu-oai (alpha 1.702, limit 7), biases, gate/up interleaved in the checkpoint\n");
   if (d->E < sp->E)
     printf("  note: experts cut from %lld to %lld to keep memory modest (--experts)\n", (long long)sp->E,
            (long long)d->E);
   if (d->routed.N < sp->N)
     printf("  note: intermediate size cut from %lld to %lld to keep memory modest (--n)\n", (long long)sp->N,
            (long long)d->routed.N);
-  printf("  experts hit: %lld of %lld%s\n", (long long)d->n_hit, (long long)d->E,
-         d->all_experts || d->n_hit == d->E ? "" : " (the others are never read: left zero, --all-experts)");
+  print_experts_hit(d);
   printf("  rel.err: vs a float64 oracle on the original f32 weights, first %lld token(s)\n",
          (long long)d->Mo);
-  printf("  time: median of %d runs after one warm-up\n", d->runs);
+  printf("  time: median of %d runs after one warm-up; kernel: the GEMM microkernels that ran\n", d->runs);
 }
 
 static void print_table_head(void) {
-  printf("\n%-11s %10s %11s %10s %9s %12s\n", "precision", "rel.err", "ms/layer", "tokens/s", "MB read",
-         "weight GB/s");
-  printf("%-11s %10s %11s %10s %9s %12s\n", "-----------", "----------", "-----------", "----------",
-         "---------", "------------");
+  printf("\n%-11s %10s %11s %10s %9s %12s  %s\n", "precision", "rel.err", "ms/layer", "tokens/s", "MB read",
+         "weight GB/s", "kernel");
+  printf("%-11s %10s %11s %10s %9s %12s  %s\n", "-----------", "----------", "-----------", "----------",
+         "---------", "------------", "------");
 }
 
 static void print_row(const demo *d, moe_precision p, const result *r) {
-  printf("%-11s %10.3e %11.3f %10.1f %9.1f %12.3f\n", moe_precision_name(p), r->err, r->ms,
-         (double)d->M / (r->ms * 1e-3), r->bytes * 1e-6, r->bytes / (r->ms * 1e-3) * 1e-9);
+  const moe_gemm_config *k = moe_gemm_select(p);
+  printf("%-11s %10.3e %11.3f %10.1f %9.1f %12.3f  %s\n", moe_precision_name(p), r->err, r->ms,
+         (double)d->M / (r->ms * 1e-3), r->bytes * 1e-6, r->bytes / (r->ms * 1e-3) * 1e-9, k ? k->name : "-");
   fflush(stdout);
+}
+
+static void demo_free(demo *d) {
+  stack_free(&d->routed), stack_free(&d->shared);
+  free(d->x), free(d->xf), free(d->logits), free(d->corr_bias), free(d->gate_vec);
+  free(d->tw), free(d->ids), free(d->hit), free(d->shared_scale), free(d->slot_y), free(d->ref);
 }
 
 int main(int argc, char **argv) {
   options o;
   demo d;
-  double t0;
+  double t0 = now_ms();
   int rc = 0;
   if (parse_options(argc, argv, &o) != 0) return 2;
   if (demo_init(&d, &o) != 0) return 2;
+  d.ms_inputs = now_ms() - t0;
   print_header(&d);
   t0 = now_ms();
   build_stack(&d, &d.routed, 0);
   if (d.shared.E) build_stack(&d, &d.shared, 1);
   oracle_finish(&d);
-  printf("  setup: weights generated, quantized and the oracle computed in %.1f s\n", (now_ms() - t0) * 1e-3);
+  d.ms_weights = now_ms() - t0;
+  printf("  weights: generated, quantized and the oracle computed in %.1f s\n", d.ms_weights * 1e-3);
   print_table_head();
   for (int p = 0; p < MOE_PREC_COUNT; p++) {
-    result r = {0.0, 0.0, 0.0};
+    result r = {0.0, 0.0, 0.0, 0.0};
     moe_status st;
     if (!d.use[p]) continue;
     st = run_precision(&d, (moe_precision)p, &r);
+    d.ms_pack += r.ms_pack;
     if (st != MOE_OK) {
       printf("%-11s failed: %s\n", moe_precision_name((moe_precision)p), moe_status_str(st));
       rc = 1;
@@ -752,8 +608,9 @@ int main(int argc, char **argv) {
     }
     release_format(&d, (moe_precision)p);
   }
-  stack_free(&d.routed), stack_free(&d.shared);
-  free(d.x), free(d.xf), free(d.logits), free(d.corr_bias), free(d.gate_vec);
-  free(d.tw), free(d.ids), free(d.hit), free(d.shared_scale), free(d.slot_y), free(d.ref);
+  printf("\nsetup: %.1f s in all (inputs and routing %.2f s, weights and oracle %.1f s, packing %.2f s)\n",
+         (d.ms_inputs + d.ms_weights + d.ms_pack) * 1e-3, d.ms_inputs * 1e-3, d.ms_weights * 1e-3,
+         d.ms_pack * 1e-3);
+  demo_free(&d);
   return rc;
 }
