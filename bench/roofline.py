@@ -75,6 +75,7 @@ def plot_ceilings(ax, bw, peaks, xlim):
 
 
 def plot_layers(ax, rows):
+    """Our points and the peer's; returns the precisions now in the legend."""
     seen = set()
     for r in rows:
         x = intensity(r)
@@ -89,26 +90,44 @@ def plot_layers(ax, rows):
             ax.plot([x], [y], "o", mfc="none", color=c, ms=7,
                     label=None if p in seen else f"{r['vs']} {p} (same work)")
         seen.add(p)
+    return seen
 
 
-def plot_kernels(ax, rows, xlim, scalar):
-    seen = set()
+def plot_kernels(ax, rows, xlim, scalar, in_legend):
+    shown = set()
     for r in rows:
         if r.get("bench") != "kernel" or (r.get("isa") == "scalar" and not scalar):
             continue
         c = COLORS.get(r.get("precision"), "black")
         name = f"{r['gemm']} {r['isa']} {r['precision']}"
+        if r.get("precision") not in in_legend:
+            ax.plot([], [], "s", color=c, label=r.get("precision"))
+            in_legend.add(r.get("precision"))
         if r.get("mode") == "stream" and intensity(r):
-            label = None if "stream" in seen else "kernel, 1 row streaming"
-            ax.plot([intensity(r)], [r["gflops"]], "D", color=c, ms=5, label=label)
+            ax.plot([intensity(r)], [r["gflops"]], "D", color=c, ms=5)
             ax.annotate(name, (intensity(r), r["gflops"]), textcoords="offset points", xytext=(5, 3), fontsize=6)
-            seen.add("stream")
+            shown.add("stream")
         elif r.get("mode") == "cache" and r.get("gflops"):
-            label = None if "cache" in seen else "kernel in cache (L2), full tiles"
-            ax.plot([xlim[1]], [r["gflops"]], "<", color=c, ms=7, clip_on=False, label=label)
+            ax.plot([xlim[1]], [r["gflops"]], "<", color=c, ms=7, clip_on=False)
             ax.annotate(name, (xlim[1], r["gflops"]), textcoords="offset points", xytext=(-8, 3), ha="right",
                         fontsize=6)
-            seen.add("cache")
+            shown.add("cache")
+    # legend entries in gray: the colour is the precision's
+    if "stream" in shown:
+        ax.plot([], [], "D", color="gray", ms=5, label="kernel, 1 row streaming")
+    if "cache" in shown:
+        ax.plot([], [], "<", color="gray", ms=7, label="kernel in cache (L2), full tiles (right edge)")
+
+
+def title_of(rows):
+    layer = next((r for r in rows if r.get("bench") == "layer"), None)
+    if layer:
+        return "{} (K {}, N {}, E {}, top-{}), {} threads".format(
+            layer["model"], layer["K"], layer["N"], layer["E"], layer["topk"], layer["threads"])
+    k = rows[0]
+    kred = sorted({(r.get("gemm"), r.get("kred")) for r in rows if r.get("kred")})
+    return "kernels, {} ({}), {} threads".format(
+        k.get("model", "?"), ", ".join(f"{g} k {n}" for g, n in kred), k.get("threads", "?"))
 
 
 def main():
@@ -129,12 +148,8 @@ def main():
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
     plot_ceilings(ax, bw, peaks, xlim)
-    plot_layers(ax, rows)
-    plot_kernels(ax, rows, xlim, args.scalar)
-    layer = next((r for r in rows if r.get("bench") == "layer"), rows[0])
-    title = args.title or "{} (K {}, N {}, E {}, top-{}), {} threads".format(
-        layer.get("model", "?"), layer.get("K", "?"), layer.get("N", "?"), layer.get("E", "?"),
-        layer.get("topk", "?"), layer.get("threads", "?"))
+    plot_kernels(ax, rows, xlim, args.scalar, plot_layers(ax, rows))
+    title = args.title or title_of(rows)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("flops (int8: ops) per byte of weights read")
     ax.set_ylabel("GFLOPS (int8: GOPS)")
