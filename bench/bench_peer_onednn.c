@@ -243,21 +243,8 @@ static void *peer_weight_codes(const peer *P, uint8_t *codes, size_t n, uint16_t
   return tmp;
 }
 
-/* Expert e of the driver's weights into slot 0 of `one`: the kit's KIT_CODES expert (its streams
- * 4e + matrix, entries of rms 1/sqrt(cols)), regenerated so that no second copy of all E experts
- * is ever held. */
-static void peer_expert_plain(kit_weights *one, int64_t e, uint64_t seed) {
-  for (int mat = 0; mat < 2; mat++) {
-    kit_rng r = kit_rng_stream(seed, 4 * (uint64_t)e + (uint64_t)mat);
-    const kit_mat *m = mat ? &one->m2 : &one->m13;
-    uint8_t *codes, *zero, *e8m0;
-    float *scale;
-    kit_slot(one, mat, 0, &codes, &scale, &zero, &e8m0);
-    kit_random_codes(&one->w, &r, m, 1.0 / sqrt((double)m->cols), codes, scale, zero, e8m0);
-  }
-}
-
-/* Regenerates every expert as the driver did and prepacks it for oneDNN. */
+/* Regenerates every expert as the driver did, one at a time into a one-expert buffer (no second
+ * copy of all E experts), and prepacks it for oneDNN. */
 static void peer_load_weights(peer *P, uint64_t seed) {
   kit_weights one;
   size_t n13 = (size_t)(2 * P->N * P->K), n2 = (size_t)(P->K * P->N);
@@ -267,7 +254,7 @@ static void peer_load_weights(peer *P, uint64_t seed) {
   P->w13 = (dnnl_memory_t *)kit_malloc((size_t)P->E * sizeof *P->w13);
   P->w2 = (dnnl_memory_t *)kit_malloc((size_t)P->E * sizeof *P->w2);
   for (int64_t e = 0; e < P->E; e++) {
-    peer_expert_plain(&one, e, seed);
+    kit_weights_expert(&one, 0, e, seed, BENCH_WEIGHT_FLAGS, NULL, NULL);
     P->w13[e] = packer_run(P, &k13, peer_weight_codes(P, one.w13, n13, tmp));
     P->w2[e] = packer_run(P, &k2, peer_weight_codes(P, one.w2, n2, tmp));
     if (P->a8) {
