@@ -10,20 +10,31 @@
  * 32-bit lane holds one column's KR consecutive k (VNNI), and 16 columns fill one 64-byte line (one
  * row of an AMX B tile):
  *
- *   panel = [ header ][ codes: (kpad/KR) groups x 32 columns x KR codes ][ meta ]   (64-byte aligned)
+ *   panel = [ header ][ codes: (kpad/KR) lines of 64 bytes per 32 columns ][ meta ]   (64-byte aligned)
  *
- *   codes, for k-group g:  | col 0: k=gKR .. gKR+KR-1 | col 1: ... | ... | col 31: ... |
+ *   precision     KR  one k-group (KR k x 32 columns)   header                          meta per panel
+ *   BF16, FP16     2  128 bytes: 2 lines, see (a)       -                               -
+ *   INT8           4  128 bytes: 2 lines, see (a)       int32 comp[32], f32 scale[32]   -
+ *   FP8            2  64 bytes: 1 line, see (b)         -                               f32 scale[ceil(k/bk)][32]
+ *   INT4 W4A16     4  64 bytes: 1 line, see (c)         -                               f32 scale[ngroup][32],
+ *                                                                                       u8 zero[ngroup][32]
+ *   MXFP4          4  64 bytes: 1 line, see (c)         -                               u8 e8m0[ceil(k/32)][32]
+ *   INT4 W4A8      4  64 bytes: 1 line, see (d)         -                               as INT4 W4A16
  *
- *   precision     KR  bytes per (g, col)  header                          meta per panel
- *   BF16, FP16     2  4 (2 x bf16)        -                               -
- *   INT8           4  4 (4 x int8)        int32 comp[32], f32 scale[32]   -
- *   FP8            2  2 (2 x e4m3)        -                               f32 scale[ceil(k/bk)][32]
- *   INT4 (both)    8  4 (8 nibbles, low   -                               f32 scale[ngroup][32],
- *                       nibble = lower k)                                 u8 zero[ngroup][32]
- *   MXFP4          8  4 (8 e2m1 nibbles)  -                               u8 e8m0[ceil(k/32)][32]
+ *   (a) one 32-bit lane per column holds its KR consecutive k (VNNI; one AMX B-tile row per line):
+ *       line 0 | col 0: k0..k(KR-1) | col 1 | ... | col 15 |   line 1 | col 16 | ... | col 31 |
+ *   (b) 8-bit codes of one k pair, placed so that unpacking the line's bytes with vpunpck{l,h}bw
+ *       (which works within 16-byte blocks) yields two lines of (a) (columns 0-15, then 16-31):
+ *       16-byte block j | c4j k0 k1 | c4j+1 k0 k1 | ... | c4j+3 k0 k1 | c4j+16 k0 k1 | ... | c4j+19 k0 k1 |
+ *   (c) two pairs in one line: the low nibbles hold pair k0 k1 in the order of (b), the high nibbles
+ *       pair k2 k3 in the same places. A line decodes to four lines of (a) (2 pairs x 2 halves).
+ *   (d) the low nibbles hold columns 0-15 in the order of (a) with KR = 4 (col c: k0..k3 in bytes
+ *       4c..4c+3), the high nibbles columns 16-31: (v & 15) and (v >> 4 & 15) are two lines of (a).
+ * Decoded, every low-bit line is bf16 (a) with KR = 2 or int8 (a) with KR = 4: what the bf16 and
+ * int8 tiles (and AMX B tiles) read.
  *
  * comp[n] = 128 * sum_k q[n][k] turns VNNI's u8 x s8 product of the shifted activations (q + 128)
- * back into the signed one. Padded k decode to exactly 0 (int4 pads with the group's zero point), so
+ * back into the signed one. Padded k decode to exactly 0 (int4 pads with the last group's zero point), so
  * a kernel may run its k loop to kpad as long as the activations it reads there are finite.
  * Padded columns (n >= the matrix's rows) hold zeros and are never written out.
  *
@@ -332,19 +343,47 @@ typedef struct moe__plain_mat {
 
 static inline uint8_t moe__nibble(const uint8_t *row, int64_t k) { return (uint8_t)((row[k >> 1] >> ((k & 1) * 4)) & 15); }
 
-/* Writes the code of (column n, reduction index k) into a panel's code area. */
+/* Where the code of (column n, reduction index k) lies in a panel's code area: the byte, and the
+ * shift of its nibble (4-bit codes). Layouts (a)-(d) of the table at the top. */
+static inline int32_t moe__pair_pos(int32_t n, int32_t e) { /* (b): byte of column n, pair element e */
+  return 16 * ((n & 15) >> 2) + 8 * (n >> 4) + 2 * (n & 3) + e;
+}
+static inline size_t moe__code_pos(moe_precision p, int32_t n, int64_t k, int32_t *shift) {
+  const moe__prec_traits *t = moe__traits(p);
+  int32_t kr = t->kr, bits = moe__code_bits(t->code), j = (int32_t)(k % kr);
+  size_t line = (size_t)(k / kr) * (size_t)(MOE_NR * kr * bits / 8);
+  *shift = 0;
+  if (bits == 16 || t->code == MOE__CODE_I8) return line + ((size_t)n * (size_t)kr + (size_t)j) * (size_t)(bits / 8); /* (a) */
+  if (bits == 8) return line + (size_t)moe__pair_pos(n, j);                                                  /* (b) */
+  if (t->a8) {                                                                                               /* (d) */
+    *shift = 4 * (n >> 4);
+    return line + 4 * (size_t)(n & 15) + (size_t)j;
+  }
+  *shift = 4 * (j >> 1); /* (c) */
+  return line + (size_t)moe__pair_pos(n, j & 1);
+}
+
+/* Writes the code of (column n, reduction index k) into a panel's code area (zeroed before). */
 static inline void moe__put_code(moe_precision p, uint8_t *codes, int32_t n, int64_t k, uint32_t code) {
-  int32_t kr = moe__kr(p), bits = moe__code_bits(moe__traits(p)->code);
-  size_t cell = ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
-  int32_t sub = (int32_t)(k % kr);
+  int32_t shift, bits = moe__code_bits(moe__traits(p)->code);
+  size_t at = moe__code_pos(p, n, k, &shift);
   if (bits == 16) {
     uint16_t v = (uint16_t)code;
-    memcpy(codes + cell + 2 * (size_t)sub, &v, 2);
-  } else if (bits == 4) {
-    codes[cell + (size_t)(sub >> 1)] |= (uint8_t)(code << ((sub & 1) * 4));
+    memcpy(codes + at, &v, 2);
   } else {
-    codes[cell + (size_t)sub] = (uint8_t)code;
+    codes[at] |= (uint8_t)(code << shift);
   }
+}
+/* The code of (column n, k) of a panel's code area. */
+static inline uint32_t moe__get_code(moe_precision p, const uint8_t *codes, int32_t n, int64_t k) {
+  int32_t shift, bits = moe__code_bits(moe__traits(p)->code);
+  size_t at = moe__code_pos(p, n, k, &shift);
+  if (bits == 16) {
+    uint16_t v;
+    memcpy(&v, codes + at, 2);
+    return v;
+  }
+  return bits == 4 ? (uint32_t)(codes[at] >> shift) & 15 : codes[at];
 }
 
 /* Plain code of element (row r, col k), converted to its packed form (FP16 -> bf16 bits). */
@@ -492,37 +531,24 @@ static inline float moe__act(moe_activation act, float g, float u, float alpha, 
 
 /* ---- scalar reference kernels ------------------------------------------------------------------ */
 /* Codes of column n for k in [k0, k0 + kn) of a panel's code area: decoded values (A16, before
- * the group scale and zero point) or signed integers (A8). One cell (KR codes) at a time. */
-static inline float moe__code_a16(moe__code code, const uint8_t *cell, int32_t sub) {
+ * the group scale and zero point) or signed integers (A8). */
+static inline float moe__value_a16(moe__code code, uint32_t c) {
   switch (code) {
-  case MOE__CODE_E4M3: return moe_e4m3_to_f32(cell[sub]);
-  case MOE__CODE_U4: return (float)((cell[sub >> 1] >> ((sub & 1) * 4)) & 15);
-  case MOE__CODE_E2M1: return moe_e2m1_to_f32((uint8_t)((cell[sub >> 1] >> ((sub & 1) * 4)) & 15));
-  default: {
-    uint16_t v;
-    memcpy(&v, cell + 2 * sub, 2);
-    return moe_bf16_to_f32(v);
+  case MOE__CODE_E4M3: return moe_e4m3_to_f32((uint8_t)c);
+  case MOE__CODE_U4: return (float)c;
+  case MOE__CODE_E2M1: return moe_e2m1_to_f32((uint8_t)c);
+  default: return moe_bf16_to_f32((uint16_t)c);
   }
-  }
-}
-static inline int32_t moe__code_a8(moe__code code, const uint8_t *cell, int32_t sub) {
-  if (code == MOE__CODE_I8) return (int8_t)cell[sub];
-  return (cell[sub >> 1] >> ((sub & 1) * 4)) & 15;
 }
 static inline void moe__decode_a16(moe_precision p, const uint8_t *codes, int32_t n, int64_t k0, int64_t kn, float *w) {
-  int32_t kr = moe__kr(p);
   moe__code code = moe__traits(p)->code;
-  for (int64_t k = k0; k < k0 + kn;) {
-    const uint8_t *cell = codes + ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
-    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a16(code, cell, sub);
-  }
+  for (int64_t k = k0; k < k0 + kn; k++) w[k - k0] = moe__value_a16(code, moe__get_code(p, codes, n, k));
 }
 static inline void moe__decode_a8(moe_precision p, const uint8_t *codes, int32_t n, int64_t k0, int64_t kn, int32_t *w) {
-  int32_t kr = moe__kr(p);
-  moe__code code = moe__traits(p)->code;
-  for (int64_t k = k0; k < k0 + kn;) {
-    const uint8_t *cell = codes + ((size_t)(k / kr) * MOE_NR + (size_t)n) * moe__cell_bytes(p);
-    for (int32_t sub = (int32_t)(k % kr); sub < kr && k < k0 + kn; sub++, k++) w[k - k0] = moe__code_a8(code, cell, sub);
+  int i8 = moe__traits(p)->code == MOE__CODE_I8;
+  for (int64_t k = k0; k < k0 + kn; k++) {
+    uint32_t c = moe__get_code(p, codes, n, k);
+    w[k - k0] = i8 ? (int32_t)(int8_t)c : (int32_t)c;
   }
 }
 
@@ -568,14 +594,15 @@ static inline void moe__dot_a16_scalar(moe_precision p, const moe_gemm_args *g, 
           sum[m] = s;
         }
       }
-      for (int32_t m = 0; m < g->mr; m++) acc[m][n] += g->kgroup ? sum[m] * scale : sum[m];
+      for (int32_t m = 0; m < g->mr; m++) acc[m][n] = g->kgroup ? fmaf(sum[m], scale, acc[m][n]) : acc[m][n] + sum[m];
     }
   }
 }
 
 /* The same for the A8 precisions: per group an exact int32 sum of (u8 - 128) * value; INT8 has one
  * group and a per-column scale in the panel header, INT4 W4A8 per-group scales. Then times the row
- * scale: acc = ((sum_g isum_g * s_g) * a_scale) * col_scale, the order every ISA keeps. */
+ * scale: acc = (fma(isum_g, s_g, acc) over g in order) * a_scale * col_scale, the order and
+ * roundings every ISA keeps (W4A8 is bit-exact across ISAs, like INT8). */
 static inline void moe__dot_a8_scalar(moe_precision p, const moe_gemm_args *g, const uint8_t *panel,
                                       float acc[][MOE_NR]) {
   const uint8_t *codes = panel + moe__codes_offset(p), *meta = panel + moe__meta_offset(p, g->kpad);
@@ -600,8 +627,8 @@ static inline void moe__dot_a8_scalar(moe_precision p, const moe_gemm_args *g, c
           isum[m] = s;
         }
       }
-      for (int32_t m = 0; m < g->mr; m++)
-        acc[m][n] += g->kgroup ? (float)isum[m] * moe__group_scale(p, meta, gi, n) : (float)isum[m];
+      for (int32_t m = 0; m < g->mr; m++) /* one rounding per group (fmaf), as the vector kernels */
+        acc[m][n] = g->kgroup ? fmaf((float)isum[m], moe__group_scale(p, meta, gi, n), acc[m][n]) : acc[m][n] + (float)isum[m];
     }
     for (int32_t m = 0; m < g->mr; m++) acc[m][n] = acc[m][n] * g->a_scale[m] * col_scale;
   }
