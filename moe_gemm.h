@@ -146,7 +146,8 @@ enum {
   MOE_CPU_AVX2 = 1u << 9,
   MOE_CPU_FMA = 1u << 10,
   MOE_CPU_F16C = 1u << 11,
-  MOE_CPU_AVX_VNNI = 1u << 12
+  MOE_CPU_AVX_VNNI = 1u << 12,
+  MOE_CPU_AVX512VBMI = 1u << 13 /* byte permutes (vpermb, vpermi2b): the low-bit decoders           */
 };
 
 /* CPU features this CPU has and the OS enabled (CPUID and XCR0), detected once and cached. The AMX
@@ -682,9 +683,9 @@ static inline void moe__gemm2_scalar(moe_precision p, const moe_gemm_args *g) {
 MOE__SCALAR_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
 MOE__SCALAR_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
 MOE__SCALAR_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8)
-MOE__SCALAR_UKERNELS(qu8_qc4w, 8, MOE_PREC_INT4_W4A8)
-MOE__SCALAR_UKERNELS(bf16_qc4w, 8, MOE_PREC_INT4_W4A16)
-MOE__SCALAR_UKERNELS(bf16_mxfp4w, 8, MOE_PREC_MXFP4)
+MOE__SCALAR_UKERNELS(qu8_qc4w, 4, MOE_PREC_INT4_W4A8)
+MOE__SCALAR_UKERNELS(bf16_qc4w, 4, MOE_PREC_INT4_W4A16)
+MOE__SCALAR_UKERNELS(bf16_mxfp4w, 4, MOE_PREC_MXFP4)
 #undef MOE__SCALAR_UKERNELS
 
 /* ---- CPU features ------------------------------------------------------------------------------ */
@@ -731,6 +732,7 @@ static inline uint32_t moe__detect_features(void) {
     if (r[1] & (1u << 30)) f |= MOE_CPU_AVX512BW;
     if (r[1] & (1u << 31)) f |= MOE_CPU_AVX512VL;
     if (r[2] & (1u << 11)) f |= MOE_CPU_AVX512VNNI;
+    if (r[2] & (1u << 1)) f |= MOE_CPU_AVX512VBMI;
     if (r1[0] & (1u << 5)) f |= MOE_CPU_AVX512BF16;
   }
   if ((r[3] & (1u << 24)) && (xcr0 & 0x60000) == 0x60000) { /* tile config and data state */
@@ -791,6 +793,8 @@ MOE_API int moe_amx_request(void) {
 #define MOE__AVX512_BASE __attribute__((target(MOE__T_BASE))) static inline
 #define MOE__AVX512_VNNI __attribute__((target(MOE__T_BASE ",avx512vnni"))) static inline
 #define MOE__AVX512_BF16 __attribute__((target(MOE__T_BASE ",avx512bf16"))) static inline
+#define MOE__AVX512_VBMI __attribute__((target(MOE__T_BASE ",avx512vbmi"))) static inline
+#define MOE__AVX512_LOWBIT __attribute__((target(MOE__T_BASE ",avx512bf16,avx512vbmi,avx512vnni"))) static inline
 /* the same targets for functions that must stay out of line */
 #define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_BASE ",avx512vnni"))) static
 #define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_BASE ",avx512bf16"))) static
@@ -955,6 +959,62 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
   __m512 col_scale = _mm512_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 64 * h));
   __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, comp));
   return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(a_scale)), col_scale);
+}
+
+/* ---- chunks of decoded low-bit lines ------------------------------------------------------------
+ * FP8, INT4 and MXFP4 kernels decode one chunk of k of their panels at a time into L1 (lines of
+ * layout (a): bf16 pairs, or W4A8's unsigned int8 quads) and run every row tile of the call over
+ * it, so a panel is decoded once per call however many rows it has. A chunk lies inside one scale
+ * group; each tile's sums start at zero (or from `part`, when a group spans several chunks) and
+ * at the group's end are scaled into `tot`:  tot[r][c] = fma(sum, scale[c], tot[r][c]).
+ * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
+ * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
+ * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. */
+typedef struct moe__chunk {
+  const uint8_t *w0, *w1;   /* decoded lines of the panels, from the line of k0 (k0 / KR)        */
+  int64_t k0, k1;           /* the chunk: k0 <= k < k1, inside one scale group                  */
+  int first, last;          /* the chunk starts / ends its group                                */
+  const float *scale;       /* [4][16]: the group scale of each 16-column vector of the tile    */
+  const int32_t *zero;      /* W4A8: [4][16] zero points                                        */
+  const int32_t *asum;      /* W4A8: [mr] sums of (a - 128) over the group                      */
+  void *part;               /* [MOE_BLOCK_M][64]: sums carried between chunks of one group     */
+  float *tot;               /* [MOE_BLOCK_M][64]: the dequantized sums of the finished groups   */
+} moe__chunk;
+
+/* The KR elements of row a at k-group i that lie in [k0, k1), broadcast; the others read as pad
+ * (the byte that makes the element 0: 0 for bf16, 0x80 for u8 = q + 128). Reads only in [k0, k1). */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_range(const uint8_t *a, int64_t i, int64_t k0, int64_t k1, int kr,
+                                                     size_t elt, int pad) {
+  uint8_t b[4];
+  memset(b, pad, sizeof b);
+  for (int j = 0; j < kr; j++) {
+    int64_t k = i * kr + j;
+    if (k >= k0 && k < k1) memcpy(b + (size_t)j * elt, a + (size_t)k * elt, elt);
+  }
+  return _mm512_set1_epi32((int)moe__load_u32(b));
+}
+
+MOE__AVX512_BASE MOE__INLINE __m512 moe__chunk_in_ps(const moe__chunk *ck, int32_t r, int v) {
+  return ck->first ? _mm512_setzero_ps() : _mm512_load_ps((const float *)ck->part + 64 * r + 16 * v);
+}
+MOE__AVX512_BASE MOE__INLINE __m512i moe__chunk_in_epi32(const moe__chunk *ck, int32_t r, int v) {
+  return ck->first ? _mm512_setzero_si512() : _mm512_load_si512((const int32_t *)ck->part + 64 * r + 16 * v);
+}
+MOE__AVX512_BASE MOE__INLINE void moe__chunk_total(const moe__chunk *ck, int32_t r, int v, __m512 sum) {
+  float *t = ck->tot + 64 * r + 16 * v;
+  _mm512_store_ps(t, _mm512_fmadd_ps(sum, _mm512_load_ps(ck->scale + 16 * v), _mm512_load_ps(t)));
+}
+MOE__AVX512_BASE MOE__INLINE void moe__chunk_out_ps(const moe__chunk *ck, int32_t r, int v, __m512 acc) {
+  if (ck->last) moe__chunk_total(ck, r, v, acc);
+  else _mm512_store_ps((float *)ck->part + 64 * r + 16 * v, acc);
+}
+MOE__AVX512_BASE MOE__INLINE void moe__chunk_out_epi32(const moe__chunk *ck, int32_t r, int v, __m512i acc) {
+  if (ck->last) {
+    __m512i zsum = _mm512_mullo_epi32(_mm512_load_si512(ck->zero + 16 * v), _mm512_set1_epi32(ck->asum[r]));
+    moe__chunk_total(ck, r, v, _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, zsum)));
+  } else {
+    _mm512_store_si512((int32_t *)ck->part + 64 * r + 16 * v, acc);
+  }
 }
 
 /* Each tile height is its own function (a compile-time MR, never inlined back into one). */
@@ -2804,6 +2864,2074 @@ MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
     }
   }
 }
+
+/* dbf16 gemm1 chunk, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+}
+
+/* dbf16 gemm1 chunk, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+}
+
+/* dbf16 gemm1 chunk, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
+}
+
+/* dbf16 gemm1 chunk, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
+}
+
+/* dbf16 gemm1 chunk, 5 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1), c2_4 = moe__chunk_in_ps(ck, r0 + 4, 2), c3_4 = moe__chunk_in_ps(ck, r0 + 4, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4); moe__chunk_out_ps(ck, r0 + 4, 2, c2_4); moe__chunk_out_ps(ck, r0 + 4, 3, c3_4);
+}
+
+/* dbf16 gemm1 chunk over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_BF16 void moe__dbf16_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__dbf16_gemm1_ctile_1(g, r0, ck); break;
+    case 2: moe__dbf16_gemm1_ctile_2(g, r0, ck); break;
+    case 3: moe__dbf16_gemm1_ctile_3(g, r0, ck); break;
+    case 4: moe__dbf16_gemm1_ctile_4(g, r0, ck); break;
+    default: moe__dbf16_gemm1_ctile_5(g, r0, ck); break;
+    }
+  }
+}
+
+/* dbf16 gemm2x2 chunk, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+}
+
+/* dbf16 gemm2x2 chunk, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+}
+
+/* dbf16 gemm2x2 chunk, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
+}
+
+/* dbf16 gemm2x2 chunk, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
+}
+
+/* dbf16 gemm2x2 chunk, 5 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1), c2_4 = moe__chunk_in_ps(ck, r0 + 4, 2), c3_4 = moe__chunk_in_ps(ck, r0 + 4, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4); moe__chunk_out_ps(ck, r0 + 4, 2, c2_4); moe__chunk_out_ps(ck, r0 + 4, 3, c3_4);
+}
+
+/* dbf16 gemm2x2 chunk over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_BF16 void moe__dbf16_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__dbf16_gemm2x2_ctile_1(g, r0, ck); break;
+    case 2: moe__dbf16_gemm2x2_ctile_2(g, r0, ck); break;
+    case 3: moe__dbf16_gemm2x2_ctile_3(g, r0, ck); break;
+    case 4: moe__dbf16_gemm2x2_ctile_4(g, r0, ck); break;
+    default: moe__dbf16_gemm2x2_ctile_5(g, r0, ck); break;
+    }
+  }
+}
+
+/* dbf16 gemm2 chunk, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+}
+
+/* dbf16 gemm2 chunk, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+}
+
+/* dbf16 gemm2 chunk, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+}
+
+/* dbf16 gemm2 chunk, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+}
+
+/* dbf16 gemm2 chunk, 5 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+}
+
+/* dbf16 gemm2 chunk, 6 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_6(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
+}
+
+/* dbf16 gemm2 chunk, 7 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_7(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
+  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
+}
+
+/* dbf16 gemm2 chunk, 8 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_8(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
+  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
+  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
+}
+
+/* dbf16 gemm2 chunk, 9 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_9(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
+  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
+  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
+  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
+}
+
+/* dbf16 gemm2 chunk, 10 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_10(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
+  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
+  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
+  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
+  __m512 c0_9 = moe__chunk_in_ps(ck, r0 + 9, 0), c1_9 = moe__chunk_in_ps(ck, r0 + 9, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a9, s0, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a9, hi, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
+  moe__chunk_out_ps(ck, r0 + 9, 0, c0_9); moe__chunk_out_ps(ck, r0 + 9, 1, c1_9);
+}
+
+/* dbf16 gemm2 chunk, 11 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_11(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
+  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
+  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
+  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
+  __m512 c0_9 = moe__chunk_in_ps(ck, r0 + 9, 0), c1_9 = moe__chunk_in_ps(ck, r0 + 9, 1);
+  __m512 c0_10 = moe__chunk_in_ps(ck, r0 + 10, 0), c1_10 = moe__chunk_in_ps(ck, r0 + 10, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a9, s0, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a10, s0, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a9, hi, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a10, hi, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
+  moe__chunk_out_ps(ck, r0 + 9, 0, c0_9); moe__chunk_out_ps(ck, r0 + 9, 1, c1_9);
+  moe__chunk_out_ps(ck, r0 + 10, 0, c0_10); moe__chunk_out_ps(ck, r0 + 10, 1, c1_10);
+}
+
+/* dbf16 gemm2 chunk, 12 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_12(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
+  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
+  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
+  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
+  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
+  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
+  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
+  __m512 c0_9 = moe__chunk_in_ps(ck, r0 + 9, 0), c1_9 = moe__chunk_in_ps(ck, r0 + 9, 1);
+  __m512 c0_10 = moe__chunk_in_ps(ck, r0 + 10, 0), c1_10 = moe__chunk_in_ps(ck, r0 + 10, 1);
+  __m512 c0_11 = moe__chunk_in_ps(ck, r0 + 11, 0), c1_11 = moe__chunk_in_ps(ck, r0 + 11, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a9, s0, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a10, s0, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a11, s0, ck->k0, ck->k1, 2, 2, 0); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a11, i); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a9, hi, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a10, hi, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a11, hi, ck->k0, ck->k1, 2, 2, 0); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+  }
+  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
+  moe__chunk_out_ps(ck, r0 + 9, 0, c0_9); moe__chunk_out_ps(ck, r0 + 9, 1, c1_9);
+  moe__chunk_out_ps(ck, r0 + 10, 0, c0_10); moe__chunk_out_ps(ck, r0 + 10, 1, c1_10);
+  moe__chunk_out_ps(ck, r0 + 11, 0, c0_11); moe__chunk_out_ps(ck, r0 + 11, 1, c1_11);
+}
+
+/* dbf16 gemm2 chunk over any mr: tiles of 12 rows, then the rest */
+MOE__AVX512_BF16 void moe__dbf16_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
+    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
+    case 1: moe__dbf16_gemm2_ctile_1(g, r0, ck); break;
+    case 2: moe__dbf16_gemm2_ctile_2(g, r0, ck); break;
+    case 3: moe__dbf16_gemm2_ctile_3(g, r0, ck); break;
+    case 4: moe__dbf16_gemm2_ctile_4(g, r0, ck); break;
+    case 5: moe__dbf16_gemm2_ctile_5(g, r0, ck); break;
+    case 6: moe__dbf16_gemm2_ctile_6(g, r0, ck); break;
+    case 7: moe__dbf16_gemm2_ctile_7(g, r0, ck); break;
+    case 8: moe__dbf16_gemm2_ctile_8(g, r0, ck); break;
+    case 9: moe__dbf16_gemm2_ctile_9(g, r0, ck); break;
+    case 10: moe__dbf16_gemm2_ctile_10(g, r0, ck); break;
+    case 11: moe__dbf16_gemm2_ctile_11(g, r0, ck); break;
+    default: moe__dbf16_gemm2_ctile_12(g, r0, ck); break;
+    }
+  }
+}
+
+/* dq4 gemm1 chunk, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+}
+
+/* dq4 gemm1 chunk, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+}
+
+/* dq4 gemm1 chunk, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
+}
+
+/* dq4 gemm1 chunk, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
+}
+
+/* dq4 gemm1 chunk, 5 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1), c2_4 = moe__chunk_in_epi32(ck, r0 + 4, 2), c3_4 = moe__chunk_in_epi32(ck, r0 + 4, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4); moe__chunk_out_epi32(ck, r0 + 4, 2, c2_4); moe__chunk_out_epi32(ck, r0 + 4, 3, c3_4);
+}
+
+/* dq4 gemm1 chunk over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_VNNI void moe__dq4_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__dq4_gemm1_ctile_1(g, r0, ck); break;
+    case 2: moe__dq4_gemm1_ctile_2(g, r0, ck); break;
+    case 3: moe__dq4_gemm1_ctile_3(g, r0, ck); break;
+    case 4: moe__dq4_gemm1_ctile_4(g, r0, ck); break;
+    default: moe__dq4_gemm1_ctile_5(g, r0, ck); break;
+    }
+  }
+}
+
+/* dq4 gemm2x2 chunk, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+}
+
+/* dq4 gemm2x2 chunk, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+}
+
+/* dq4 gemm2x2 chunk, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
+}
+
+/* dq4 gemm2x2 chunk, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
+}
+
+/* dq4 gemm2x2 chunk, 5 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1), c2_4 = moe__chunk_in_epi32(ck, r0 + 4, 2), c3_4 = moe__chunk_in_epi32(ck, r0 + 4, 3);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4); moe__chunk_out_epi32(ck, r0 + 4, 2, c2_4); moe__chunk_out_epi32(ck, r0 + 4, 3, c3_4);
+}
+
+/* dq4 gemm2x2 chunk over any mr: tiles of 5 rows, then the rest */
+MOE__AVX512_VNNI void moe__dq4_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
+    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+    case 1: moe__dq4_gemm2x2_ctile_1(g, r0, ck); break;
+    case 2: moe__dq4_gemm2x2_ctile_2(g, r0, ck); break;
+    case 3: moe__dq4_gemm2x2_ctile_3(g, r0, ck); break;
+    case 4: moe__dq4_gemm2x2_ctile_4(g, r0, ck); break;
+    default: moe__dq4_gemm2x2_ctile_5(g, r0, ck); break;
+    }
+  }
+}
+
+/* dq4 gemm2 chunk, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+}
+
+/* dq4 gemm2 chunk, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+}
+
+/* dq4 gemm2 chunk, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+}
+
+/* dq4 gemm2 chunk, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+}
+
+/* dq4 gemm2 chunk, 5 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+}
+
+/* dq4 gemm2 chunk, 6 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_6(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
+}
+
+/* dq4 gemm2 chunk, 7 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_7(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
+  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
+}
+
+/* dq4 gemm2 chunk, 8 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_8(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
+  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
+  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
+}
+
+/* dq4 gemm2 chunk, 9 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_9(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
+  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
+  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
+  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
+}
+
+/* dq4 gemm2 chunk, 10 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_10(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
+  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
+  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
+  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
+  __m512i c0_9 = moe__chunk_in_epi32(ck, r0 + 9, 0), c1_9 = moe__chunk_in_epi32(ck, r0 + 9, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a9, i), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
+  moe__chunk_out_epi32(ck, r0 + 9, 0, c0_9); moe__chunk_out_epi32(ck, r0 + 9, 1, c1_9);
+}
+
+/* dq4 gemm2 chunk, 11 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_11(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
+  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
+  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
+  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
+  __m512i c0_9 = moe__chunk_in_epi32(ck, r0 + 9, 0), c1_9 = moe__chunk_in_epi32(ck, r0 + 9, 1);
+  __m512i c0_10 = moe__chunk_in_epi32(ck, r0 + 10, 0), c1_10 = moe__chunk_in_epi32(ck, r0 + 10, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a9, i), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a10, i), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
+  moe__chunk_out_epi32(ck, r0 + 9, 0, c0_9); moe__chunk_out_epi32(ck, r0 + 9, 1, c1_9);
+  moe__chunk_out_epi32(ck, r0 + 10, 0, c0_10); moe__chunk_out_epi32(ck, r0 + 10, 1, c1_10);
+}
+
+/* dq4 gemm2 chunk, 12 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_12(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
+  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
+  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
+  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
+  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
+  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
+  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
+  __m512i c0_9 = moe__chunk_in_epi32(ck, r0 + 9, 0), c1_9 = moe__chunk_in_epi32(ck, r0 + 9, 1);
+  __m512i c0_10 = moe__chunk_in_epi32(ck, r0 + 10, 0), c1_10 = moe__chunk_in_epi32(ck, r0 + 10, 1);
+  __m512i c0_11 = moe__chunk_in_epi32(ck, r0 + 11, 0), c1_11 = moe__chunk_in_epi32(ck, r0 + 11, 1);
+  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
+    const size_t off = (size_t)(s0 - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a11, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_11 = moe__dpbusd(c0_11, v0, a); c1_11 = moe__dpbusd(c1_11, v1, a); }
+  }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
+    const size_t off = (size_t)(i - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a9, i), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a10, i), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a11, i), _mm512_set1_epi8((char)0x80)); c0_11 = moe__dpbusd(c0_11, v0, a); c1_11 = moe__dpbusd(c1_11, v1, a); }
+  }
+  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
+    const size_t off = (size_t)(hi - s0) * 128;
+    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a11, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_11 = moe__dpbusd(c0_11, v0, a); c1_11 = moe__dpbusd(c1_11, v1, a); }
+  }
+  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
+  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
+  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
+  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
+  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
+  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
+  moe__chunk_out_epi32(ck, r0 + 9, 0, c0_9); moe__chunk_out_epi32(ck, r0 + 9, 1, c1_9);
+  moe__chunk_out_epi32(ck, r0 + 10, 0, c0_10); moe__chunk_out_epi32(ck, r0 + 10, 1, c1_10);
+  moe__chunk_out_epi32(ck, r0 + 11, 0, c0_11); moe__chunk_out_epi32(ck, r0 + 11, 1, c1_11);
+}
+
+/* dq4 gemm2 chunk over any mr: tiles of 12 rows, then the rest */
+MOE__AVX512_VNNI void moe__dq4_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
+    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
+    case 1: moe__dq4_gemm2_ctile_1(g, r0, ck); break;
+    case 2: moe__dq4_gemm2_ctile_2(g, r0, ck); break;
+    case 3: moe__dq4_gemm2_ctile_3(g, r0, ck); break;
+    case 4: moe__dq4_gemm2_ctile_4(g, r0, ck); break;
+    case 5: moe__dq4_gemm2_ctile_5(g, r0, ck); break;
+    case 6: moe__dq4_gemm2_ctile_6(g, r0, ck); break;
+    case 7: moe__dq4_gemm2_ctile_7(g, r0, ck); break;
+    case 8: moe__dq4_gemm2_ctile_8(g, r0, ck); break;
+    case 9: moe__dq4_gemm2_ctile_9(g, r0, ck); break;
+    case 10: moe__dq4_gemm2_ctile_10(g, r0, ck); break;
+    case 11: moe__dq4_gemm2_ctile_11(g, r0, ck); break;
+    default: moe__dq4_gemm2_ctile_12(g, r0, ck); break;
+    }
+  }
+}
 /* ==== END GENERATED ==== */
 
 /* The kernels of the list. gemm1: tiles of 5 rows x (32 gate + 32 up) columns. gemm2: 5 rows x 64
@@ -2818,6 +4946,239 @@ MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(cons
   if (g->nr > MOE_NR) moe__qc8_gemm2x2_rows(g);
   else moe__qc8_gemm2_rows(g);
 }
+/* ---- the low-bit kernels: decode a chunk into L1, then the chunk tiles --------------------------- */
+/* bf16 of every e4m3 magnitude (code & 0x7F), as high and low bytes: exact, subnormals included;
+ * 0x7F (NaN) -> 0x7FC0. The sign bit is or'ed in after the lookup. */
+static const uint8_t moe__e4m3_bf16_hi[128] = {
+    0x00, 0x3B, 0x3B, 0x3B, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C,
+    0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D,
+    0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E,
+    0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F,
+    0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
+    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+    0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
+    0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x7F};
+static const uint8_t moe__e4m3_bf16_lo[128] = {
+    0x00, 0x00, 0x80, 0xC0, 0x00, 0x20, 0x40, 0x60, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xC0};
+/* bf16 of the 4-bit values: int4 q - zero as a 6-bit index (-15..15, two's complement), and e2m1
+ * (sign in bit 3, repeated to 64 entries for vpermb). */
+static const uint8_t moe__int6_bf16_hi[64] = {
+    0x00, 0x3F, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+    0xC2, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1,
+    0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC0, 0xC0, 0xC0, 0xC0, 0xC0, 0xC0, 0xBF};
+static const uint8_t moe__int6_bf16_lo[64] = {
+    0x00, 0x80, 0x00, 0x40, 0x80, 0xA0, 0xC0, 0xE0, 0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70,
+    0x80, 0x88, 0x90, 0x98, 0xA0, 0xA8, 0xB0, 0xB8, 0xC0, 0xC8, 0xD0, 0xD8, 0xE0, 0xE8, 0xF0, 0xF8,
+    0x00, 0xF8, 0xF0, 0xE8, 0xE0, 0xD8, 0xD0, 0xC8, 0xC0, 0xB8, 0xB0, 0xA8, 0xA0, 0x98, 0x90, 0x88,
+    0x80, 0x70, 0x60, 0x50, 0x40, 0x30, 0x20, 0x10, 0x00, 0xE0, 0xC0, 0xA0, 0x80, 0x40, 0x00, 0x80};
+static const uint8_t moe__e2m1_bf16_hi[16] = {0x00, 0x3F, 0x3F, 0x3F, 0x40, 0x40, 0x40, 0x40,
+                                              0x80, 0xBF, 0xBF, 0xBF, 0xC0, 0xC0, 0xC0, 0xC0};
+static const uint8_t moe__e2m1_bf16_lo[16] = {0x00, 0x00, 0x80, 0xC0, 0x00, 0x40, 0x80, 0xC0,
+                                              0x00, 0x00, 0x80, 0xC0, 0x00, 0x40, 0x80, 0xC0};
+
+/* 64 bf16 high and low bytes -> two lines of (a): unpacking works within 16-byte blocks, which
+ * layout (b) already accounts for. */
+MOE__AVX512_BASE MOE__INLINE void moe__store_bf16_pair(uint8_t *out, __m512i lo, __m512i hi) {
+  _mm512_store_si512(out, _mm512_unpacklo_epi8(lo, hi));
+  _mm512_store_si512(out + 64, _mm512_unpackhi_epi8(lo, hi));
+}
+
+/* FP8 lines l0..l1-1 (layout (b)) -> 128 bytes of bf16 (a) each. */
+MOE__AVX512_VBMI void moe__decode_fp8(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out) {
+  const __m512i h0 = _mm512_loadu_si512(moe__e4m3_bf16_hi), h1 = _mm512_loadu_si512(moe__e4m3_bf16_hi + 64);
+  const __m512i lo0 = _mm512_loadu_si512(moe__e4m3_bf16_lo), lo1 = _mm512_loadu_si512(moe__e4m3_bf16_lo + 64);
+  const __m512i sign = _mm512_set1_epi8((char)0x80);
+  for (int64_t l = l0; l < l1; l++, out += 128) {
+    __m512i v = _mm512_load_si512(codes + 64 * l);
+    __m512i hi = _mm512_permutex2var_epi8(h0, v, h1), lo = _mm512_permutex2var_epi8(lo0, v, lo1);
+    moe__store_bf16_pair(out, lo, _mm512_ternarylogic_epi32(hi, v, sign, 0xF8)); /* hi | (v & sign) */
+  }
+}
+
+/* 4-bit lines l0..l1-1 (layout (c)) -> 256 bytes of bf16 (a) each (pair k0 k1, then k2 k3): the
+ * codes minus `zero` (each byte's column's zero point; 0 for MXFP4) through a 64-entry table. */
+MOE__AVX512_VBMI void moe__decode_4bit(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out, __m512i tab_hi,
+                                      __m512i tab_lo, __m512i zero) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  for (int64_t l = l0; l < l1; l++, out += 256) {
+    __m512i v = _mm512_load_si512(codes + 64 * l);
+    __m512i q0 = _mm512_sub_epi8(_mm512_and_si512(v, m4), zero);
+    __m512i q1 = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), zero);
+    moe__store_bf16_pair(out, _mm512_permutexvar_epi8(q0, tab_lo), _mm512_permutexvar_epi8(q0, tab_hi));
+    moe__store_bf16_pair(out + 128, _mm512_permutexvar_epi8(q1, tab_lo), _mm512_permutexvar_epi8(q1, tab_hi));
+  }
+}
+
+/* W4A8 lines l0..l1-1 (layout (d)) -> 128 bytes of u8 codes (a) each. */
+MOE__AVX512_BASE void moe__decode_u4a8(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  for (int64_t l = l0; l < l1; l++, out += 128) {
+    __m512i v = _mm512_load_si512(codes + 64 * l);
+    _mm512_store_si512(out, _mm512_and_si512(v, m4));
+    _mm512_store_si512(out + 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+  }
+}
+
+/* Scale group gi of one panel: f32 scales of its two 16-column vectors (e8m0: 2^(e-127), e = 0 the
+ * subnormal 2^-127, e = 255 NaN); the zero points as int32 and, for the 4-bit decoder, as the zero
+ * of each byte's column in layout (b). */
+MOE__AVX512_VBMI MOE__INLINE void moe__group_meta_avx512(moe_precision p, const moe_gemm_args *g, const uint8_t *panel,
+                                                        int64_t gi, float *scale, int32_t *zero, __m512i *zero_bytes) {
+  const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);
+  int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  if (moe__meta_of(p) == MOE__META_E8M0) {
+    for (int h = 0; h < 2; h++) {
+      __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(meta + (size_t)gi * MOE_NR + 16 * h)));
+      __m512i bits = _mm512_slli_epi32(e, 23);
+      bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+      bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7FC00000));
+      _mm512_store_ps(scale + 16 * h, _mm512_castsi512_ps(bits));
+    }
+    return;
+  }
+  memcpy(scale, meta + 4 * (size_t)gi * MOE_NR, MOE_NR * sizeof(float));
+  if (moe__meta_of(p) == MOE__META_GROUP) {
+    const uint8_t *z = meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR;
+    __m512i z32 = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)z));
+    /* byte b of a (b) line holds column 4(b/16) + (b%8)/2, + 16 when b%16 >= 8 */
+    const __m512i col = _mm512_set_epi8(31, 31, 30, 30, 29, 29, 28, 28, 15, 15, 14, 14, 13, 13, 12, 12,
+                                        27, 27, 26, 26, 25, 25, 24, 24, 11, 11, 10, 10, 9, 9, 8, 8,
+                                        23, 23, 22, 22, 21, 21, 20, 20, 7, 7, 6, 6, 5, 5, 4, 4,
+                                        19, 19, 18, 18, 17, 17, 16, 16, 3, 3, 2, 2, 1, 1, 0, 0);
+    *zero_bytes = _mm512_permutexvar_epi8(col, z32);
+    _mm512_store_si512(zero, _mm512_cvtepu8_epi32(_mm512_castsi512_si128(z32)));
+    _mm512_store_si512(zero + 16, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(_mm512_castsi512_si256(z32), 1)));
+  }
+}
+
+/* sum_k (a[k] - 128) over n bytes */
+MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t i = 0; i < n; i += 64) {
+    __mmask64 mk = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+    acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(mk, a + i), _mm512_setzero_si512()));
+  }
+  return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
+}
+
+#define MOE__KC 128 /* k per chunk: two panels' decoded lines fill 16 KB (bf16) or 8 KB (W4A8) of L1 */
+#define MOE__ALIGN64 __attribute__((aligned(64)))
+
+/* A call's chunk state: the decoded lines, the carried and the finished sums, the group's meta. */
+typedef struct moe__chunks {
+  MOE__ALIGN64 uint8_t lines[2][(MOE__KC / 2 + 1) * 128];
+  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
+  MOE__ALIGN64 int32_t part[MOE_BLOCK_M * 64];
+  MOE__ALIGN64 float scale[64];
+  MOE__ALIGN64 int32_t zero[64];
+  int32_t asum[MOE_BLOCK_M];
+  __m512i zero_bytes[2];
+} moe__chunks;
+
+/* The epilogue from the totals (A8: times the row scale): gemm1 act -> c, gemm2 (+ bias) * weight
+ * into the rows. */
+MOE__AVX512_BASE MOE__INLINE void moe__chunks_store(const moe_gemm_args *g, const float *tot, int gemm1, int np, int a8) {
+  for (int32_t r = 0; r < g->mr; r++) {
+    const float *t = tot + 64 * r;
+    const __m512 s = _mm512_set1_ps(a8 ? g->a_scale[r] : 1.0f);
+    __m512 v0 = _mm512_load_ps(t), v1 = _mm512_load_ps(t + 16), v2 = _mm512_load_ps(t + 32), v3 = _mm512_load_ps(t + 48);
+    if (a8) v0 = _mm512_mul_ps(v0, s), v1 = _mm512_mul_ps(v1, s), v2 = _mm512_mul_ps(v2, s), v3 = _mm512_mul_ps(v3, s);
+    if (gemm1) moe__gemm1_store_avx512(g, r, v0, v1, v2, v3);
+    else moe__gemm2_store_avx512(g, r, 2 * np, v0, v1, v2, v3);
+  }
+}
+
+/* The prefetch share of w_next that goes with finishing k1 of kred (large blocks only). */
+MOE__AVX512_BASE MOE__INLINE void moe__chunks_prefetch(const moe_gemm_args *g, size_t *done, int64_t k1) {
+  size_t want;
+  if (!g->w_next || g->mr < MOE__PF_MIN_ROWS) return;
+  want = (size_t)((double)g->w_next_bytes * (double)k1 / (double)g->kred);
+  for (; *done < want; *done += 64) _mm_prefetch((const char *)g->w_next + *done, _MM_HINT_T1);
+}
+
+/* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
+ * panels, gemm2 over one or two panels, chunk by chunk:
+ *   for each chunk [k0, k1) of a scale group:  decode it (every panel)  ->  every row tile over it */
+MOE__AVX512_LOWBIT MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1,
+                                                              moe__chunks *cs) {
+  const int a8 = moe__is_a8(p), np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  const int32_t kr = moe__kr(p);
+  const int64_t kg = g->kgroup, kc = a8 ? 2 * MOE__KC : MOE__KC;
+  __m512i tab_hi = _mm512_loadu_si512(moe__int6_bf16_hi), tab_lo = _mm512_loadu_si512(moe__int6_bf16_lo);
+  moe__chunk ck;
+  size_t prefetched = 0;
+  if (p == MOE_PREC_MXFP4) {
+    tab_hi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)moe__e2m1_bf16_hi));
+    tab_lo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)moe__e2m1_bf16_lo));
+  }
+  if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
+  memset(cs->tot, 0, (size_t)g->mr * 64 * sizeof(float));
+  cs->zero_bytes[0] = cs->zero_bytes[1] = _mm512_setzero_si512();
+  ck.w0 = cs->lines[0], ck.w1 = cs->lines[1];
+  ck.scale = cs->scale, ck.zero = cs->zero, ck.asum = cs->asum, ck.part = cs->part, ck.tot = cs->tot;
+  for (int64_t k0 = 0, k1; k0 < g->kred; k0 = k1) {
+    const int64_t g0 = k0 / kg * kg, gend = g0 + kg < g->kred ? g0 + kg : g->kred;
+    k1 = k0 / kr * kr + kc < gend ? k0 / kr * kr + kc : gend;
+    ck.k0 = k0, ck.k1 = k1, ck.first = k0 == g0, ck.last = k1 == gend;
+    if (ck.first) {
+      for (int q = 0; q < np; q++)
+        moe__group_meta_avx512(p, g, g->w + (size_t)q * g->panel_bytes, k0 / kg, cs->scale + 32 * q, cs->zero + 32 * q,
+                               &cs->zero_bytes[q]);
+      if (a8)
+        for (int32_t r = 0; r < g->mr; r++) cs->asum[r] = moe__sum_s8((const uint8_t *)g->a[r] + g0, gend - g0);
+    }
+    for (int q = 0; q < np; q++) {
+      const uint8_t *codes = g->w + (size_t)q * g->panel_bytes;
+      if (p == MOE_PREC_FP8) moe__decode_fp8(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q]);
+      else if (a8) moe__decode_u4a8(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q]);
+      else moe__decode_4bit(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q], tab_hi, tab_lo, cs->zero_bytes[q]);
+    }
+    if (a8) {
+      if (gemm1) moe__dq4_gemm1_crows(g, &ck);
+      else if (np == 2) moe__dq4_gemm2x2_crows(g, &ck);
+      else moe__dq4_gemm2_crows(g, &ck);
+    } else {
+      if (gemm1) moe__dbf16_gemm1_crows(g, &ck);
+      else if (np == 2) moe__dbf16_gemm2x2_crows(g, &ck);
+      else moe__dbf16_gemm2_crows(g, &ck);
+    }
+    moe__chunks_prefetch(g, &prefetched, k1);
+  }
+  moe__chunks_store(g, cs->tot, gemm1, np, a8);
+}
+
+/* The kernels of the list: gemm1 tiles of 5 rows x (32 gate + 32 up) columns; gemm2 5 x 64 while
+ * nr > 32, else 12 x 32; each over decoded chunks. */
+#define MOE__LOWBIT_UKERNELS(fam, tile1, tile2, sfx, prec)                                                   \
+  MOE__AVX512_LOWBIT void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {            \
+    moe__chunks cs;                                                                                          \
+    moe__lowbit_gemm_avx512(prec, g, 1, &cs);                                                                \
+  }                                                                                                          \
+  MOE__AVX512_LOWBIT void moe_##fam##_gemm2_ukernel_##tile2##__##sfx(const moe_gemm_args *g) {            \
+    moe__chunks cs;                                                                                          \
+    moe__lowbit_gemm_avx512(prec, g, 0, &cs);                                                                \
+  }
+MOE__LOWBIT_UKERNELS(bf16_fp8w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_FP8)
+MOE__LOWBIT_UKERNELS(bf16_qc4w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_INT4_W4A16)
+MOE__LOWBIT_UKERNELS(bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_MXFP4)
+#undef MOE__LOWBIT_UKERNELS
+MOE__AVX512_LOWBIT void moe_qu8_qc4w_gemm1_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) {
+  moe__chunks cs;
+  moe__lowbit_gemm_avx512(MOE_PREC_INT4_W4A8, g, 1, &cs);
+}
+MOE__AVX512_LOWBIT void moe_qu8_qc4w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(const moe_gemm_args *g) {
+  moe__chunks cs;
+  moe__lowbit_gemm_avx512(MOE_PREC_INT4_W4A8, g, 0, &cs);
+}
+
 /* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
 static inline __mmask16 moe__tail_mask(int64_t left) { return (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1); }
 
@@ -2921,20 +5282,30 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
  * Rows of a precision or tier compiled out vanish (MOE__IF_*). */
 #define MOE__AVX512_BF16_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)
 #define MOE__AVX512_VNNI_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)
+#define MOE__AVX512_BF16_VBMI_FEATURES (MOE__AVX512_BF16_FEATURES | MOE_CPU_AVX512VBMI)
+#define MOE__AVX512_VNNI_VBMI_FEATURES (MOE__AVX512_VNNI_FEATURES | MOE_CPU_AVX512VBMI)
 #define MOE__KERNEL_LIST(X)                                                                                        \
   MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
   MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
   MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_SCALAR, qu8_qc8w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar"))    \
   MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_SCALAR, bf16_fp8w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))     \
-  MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_SCALAR, qu8_qc4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
-  MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_SCALAR, bf16_qc4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
-  MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_SCALAR, bf16_mxfp4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
+  MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_SCALAR, qu8_qc4w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar")) \
+  MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_SCALAR, bf16_qc4w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar")) \
+  MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_SCALAR, bf16_mxfp4w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar")) \
   MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX512, qu8_qc8w, 5x32c4, 5x64c4_12x32c4, avx512vnni,            \
-                                5, 32, 4, 5, 64, MOE__AVX512_VNNI_FEATURES, "vpdpbusd")))
+                                5, 32, 4, 5, 64, MOE__AVX512_VNNI_FEATURES, "vpdpbusd")))                             \
+  MOE__IF_AVX512(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX512, bf16_fp8w, 5x32c2, 5x64c2_12x32c2, avx512bf16,             \
+                               5, 32, 2, 5, 64, MOE__AVX512_BF16_VBMI_FEATURES, "vdpbf16ps")))                        \
+  MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX512, qu8_qc4w, 5x32c4, 5x64c4_12x32c4, avx512vnni,       \
+                                5, 32, 4, 5, 64, MOE__AVX512_VNNI_VBMI_FEATURES, "vpdpbusd")))                        \
+  MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,     \
+                                5, 32, 2, 5, 64, MOE__AVX512_BF16_VBMI_FEATURES, "vdpbf16ps")))                       \
+  MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,       \
+                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_VBMI_FEATURES, "vdpbf16ps")))
 
 #if MOE__ON_BF16
 #define MOE__IF_BF16(x) x

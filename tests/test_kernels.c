@@ -31,10 +31,13 @@ typedef struct layout {
 /* The layouts a precision is swept with: every non-default block and group a kernel must honour. */
 static int layouts_of(moe_precision p, layout out[4]) {
   static const layout plain = {0, 0, 0, "default"};
-  static const layout fp8[] = {{0, 0, 0, "blocks 128x128"}, {64, 32, 0, "blocks 64x32"}, {3, 7, 0, "blocks 3x7"}};
-  static const layout int4[] = {{0, 0, 32, "group 32"}, {0, 0, 64, "group 64"}, {0, 0, 0, "group 128"}};
+  /* blocks and groups longer than a kernel's k chunk (128; W4A8 256) carry sums across chunks */
+  static const layout fp8[] = {{0, 0, 0, "blocks 128x128"}, {64, 32, 0, "blocks 64x32"}, {3, 7, 0, "blocks 3x7"},
+                               {5, 321, 0, "blocks 5x321"}};
+  static const layout int4[] = {{0, 0, 32, "group 32"}, {0, 0, 64, "group 64"}, {0, 0, 0, "group 128"},
+                                {0, 0, 544, "group 544"}};
   const layout *from = p == MOE_PREC_FP8 ? fp8 : kit_is_int4(p) ? int4 : &plain;
-  int n = from == &plain ? 1 : 3;
+  int n = from == &plain ? 1 : 4;
   memcpy(out, from, sizeof *from * (size_t)n);
   return n;
 }
@@ -207,6 +210,7 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
  * panel, a panel pair and a partial pair there. */
 static sweep_stats sweep_kernel(const moe_gemm_config *test, const moe_gemm_config *ref) {
   static const int64_t Ks[] = {1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 100, 129, 2048 + 7};
+  /* the long blocks and groups matter only where k spans several of them */
   static const int64_t Ns[] = {1, 16, 31, 32, 33, 70};
   layout lays[4];
   int nl = layouts_of(test->precision, lays);
@@ -217,6 +221,7 @@ static sweep_stats sweep_kernel(const moe_gemm_config *test, const moe_gemm_conf
       for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {
         kcase kc;
         if (Ks[ki] * Ns[ni] > 40000 && ni % 2) continue; /* keep the big K to a few N */
+        if ((lays[li].group > 128 || lays[li].block_k > 128) && Ks[ki] < 129 && Ns[ni] < 70) continue;
         kc.p = test->precision, kc.lay = lays[li], kc.N = Ns[ni], kc.K = Ks[ki];
         sweep_case(test, ref, &kc, &st);
       }
@@ -237,7 +242,7 @@ static const moe_gemm_config *scalar_twin(const moe_gemm_config *k) {
 static const char *feature_names(uint32_t mask, char *buf, size_t size) {
   static const char *const names[] = {"avx512f",  "avx512bw", "avx512vl", "avx512dq", "avx512vnni",
                                       "avx512bf16", "amx-tile", "amx-int8", "amx-bf16", "avx2",
-                                      "fma",      "f16c",     "avx-vnni"};
+                                      "fma",      "f16c",     "avx-vnni", "avx512vbmi"};
   size_t used = 0;
   buf[0] = 0;
   for (unsigned b = 0; b < 32; b++)
@@ -312,6 +317,75 @@ static int test_row_ops(void) {
   return tiers;
 }
 
+/* ---- every code decodes exactly ---------------------------------------------------------------------
+ * One packed W2 of 32 columns and a reduction of 1 (pad included), one row a = 1.0 and weight 1:
+ * gemm2 then writes each column's dequantized weight itself (1 * w + 0, exact), which must equal the
+ * library's scalar decoding for every code: all 256 e4m3 codes (zero, subnormals, NaN), every e2m1
+ * code at e8m0 exponents from 0 (2^-127) to 255 (NaN), every int4 q - zero. */
+static float expected_w2(const moe_weights *w, int32_t n) {
+  const uint8_t *q = (const uint8_t *)w->w2;
+  switch (w->precision) {
+  case MOE_PREC_FP8: return moe_e4m3_to_f32(q[n]) * w->w2_scale[0];
+  case MOE_PREC_MXFP4: return moe_e2m1_to_f32(q[n] & 15) * moe_e8m0_to_f32(w->w2_e8m0[n]);
+  default: return (float)((q[n] & 15) - w->w2_zero[n]) * w->w2_scale[n];
+  }
+}
+
+static void check_codes(const moe_gemm_config *k, moe_weights *w, const char *what) {
+  moe_experts ex;
+  size_t size = moe_pack_size(w);
+  void *buf = test_malloc(size);
+  uint16_t one = moe_f32_to_bf16(1.0f);
+  const void *row[1] = {&one};
+  float c[MOE_NR], weight = 1.0f, scale = 1.0f, *rows[1] = {c};
+  moe_gemm_args g;
+  CHECK(moe_pack(w, &ex, buf, size) == MOE_OK, "%s: pack", what);
+  memset(&g, 0, sizeof g);
+  memset(c, 0, sizeof c);
+  g.mr = 1, g.nr = MOE_NR, g.a = row, g.a_scale = &scale, g.w = ex.w2, g.panel_bytes = ex.panel2_bytes;
+  g.kred = ex.N, g.kpad = ex.k2_pad, g.kgroup = moe__kgroup(ex.precision, ex.block_k, ex.group);
+  g.row_weight = &weight, g.c_rows = rows;
+  k->gemm2(&g);
+  for (int32_t n = 0; n < MOE_NR; n++) {
+    float want = expected_w2(w, n);
+    CHECK(want == c[n] || (isnan(want) && isnan(c[n])), "%s column %d: %.9g, want %.9g", what, n, c[n], want);
+  }
+  free(buf);
+}
+
+static void test_all_codes(const moe_gemm_config *k) {
+  static const uint8_t e8m0[] = {0, 1, 2, 100, 127, 140, 253, 254, 255};
+  uint8_t w13[2 * MOE_NR] = {0}, w2[MOE_NR], zero13[2 * MOE_NR] = {0}, zero2[MOE_NR], e13[2 * MOE_NR] = {0}, e2[MOE_NR];
+  float s13[2 * MOE_NR], s2[MOE_NR];
+  moe_weights w;
+  char what[128];
+  int before = test_failures;
+  for (int i = 0; i < 2 * MOE_NR; i++) s13[i] = 1.0f, e13[i] = 127;
+  memset(&w, 0, sizeof w);
+  w.E = 1, w.N = 1, w.K = MOE_NR, w.precision = k->precision, w.w13 = w13, w.w2 = w2;
+  w.w13_scale = s13, w.w2_scale = s2, w.w13_zero = zero13, w.w2_zero = zero2, w.w13_e8m0 = e13, w.w2_e8m0 = e2;
+  if (k->precision == MOE_PREC_FP8)
+    for (int batch = 0; batch < 8; batch++) {
+      for (int n = 0; n < MOE_NR; n++) w2[n] = (uint8_t)(MOE_NR * batch + n);
+      s2[0] = batch == 7 ? 0.375f : 1.0f;
+      snprintf(what, sizeof what, "%s e4m3 codes %d..%d", k->name, MOE_NR * batch, MOE_NR * batch + MOE_NR - 1);
+      check_codes(k, &w, what);
+    }
+  if (k->precision == MOE_PREC_MXFP4)
+    for (size_t b = 0; b < sizeof e8m0; b++) {
+      for (int n = 0; n < MOE_NR; n++) w2[n] = (uint8_t)(n % 16), e2[n] = e8m0[(b + (size_t)(n / 16)) % sizeof e8m0];
+      snprintf(what, sizeof what, "%s e2m1 codes, e8m0 %d", k->name, e8m0[b]);
+      check_codes(k, &w, what);
+    }
+  if (k->precision == MOE_PREC_INT4_W4A16)
+    for (int z = 0; z < 16; z++) {
+      for (int n = 0; n < MOE_NR; n++) w2[n] = (uint8_t)(n % 16), zero2[n] = (uint8_t)z, s2[n] = n < 16 ? 1.0f : 0.5f;
+      snprintf(what, sizeof what, "%s int4 codes - zero %d", k->name, z);
+      check_codes(k, &w, what);
+    }
+  printf("%s: every code decodes exactly: %s\n", k->name, test_failures > before ? "FAILED" : "ok");
+}
+
 static double now_s(void) {
   struct timespec ts;
   timespec_get(&ts, TIME_UTC);
@@ -339,6 +413,10 @@ int main(void) {
       continue;
     }
     st = sweep_kernel(k, ref);
+    if (k->precision == MOE_PREC_FP8 || k->precision == MOE_PREC_MXFP4 || k->precision == MOE_PREC_INT4_W4A16) {
+      test_all_codes(k);
+      test_all_codes(ref);
+    }
     tested++;
     printf("%s (%s) vs %s: %s, %d calls, max diff / tile max: gemm1 %.2e, gemm2 %.2e, %.1f s\n", k->name,
            moe_precision_name(k->precision), ref->name, test_failures > before ? "FAILED" : "ok", st.calls,

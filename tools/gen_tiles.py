@@ -103,6 +103,67 @@ def rows(prec, kind):
     return out
 
 
+# Chunk tiles: the same tiles over lines decoded into L1 (moe__chunk) for one k range of one scale
+# group; the sums start from and end in the chunk (zero or carried; scaled into the totals).
+CHUNKED = [
+    dict(name="dbf16", attr="MOE__AVX512_BF16_FN", acc="__m512", vec="__m512bh", dp="moe__dpbf16", kr=2, elt=2,
+         pad="0", sfx="ps", a=lambda b: f"(__m512bh){b}", dot=lambda c, a, v: f"{c} = moe__dpbf16({c}, {a}, {v});"),
+    dict(name="dq4", attr="MOE__AVX512_VNNI_FN", acc="__m512i", vec="__m512i", dp="moe__dpbusd", kr=4, elt=1,
+         pad="0x80", sfx="epi32", a=lambda b: f"_mm512_xor_si512({b}, _mm512_set1_epi8((char)0x80))",
+         dot=lambda c, a, v: f"{c} = moe__dpbusd({c}, {v}, {a});"),
+]
+
+
+def chunk_step(prec, kind, mr, index, bcast):
+    vec = prec["vec"]
+    load = (lambda at: f"_mm512_load_si512({at})") if vec == "__m512i" else (lambda at: f"({vec})_mm512_load_si512({at})")
+    out = [f"    const size_t off = (size_t)({index} - s0) * 128;",
+           f"    const {vec} v0 = {load('w0 + off')}, v1 = {load('w0 + off + 64')};"]
+    if kind["panels"] == 2:
+        out.append(f"    const {vec} v2 = {load('w1 + off')}, v3 = {load('w1 + off + 64')};")
+    for r in range(mr):
+        dots = " ".join(prec["dot"](f"c{v}_{r}", "a", f"v{v}") for v in range(2 * kind["panels"]))
+        out.append(f"    {{ const {vec} a = {prec['a'](bcast(r))}; {dots} }}")
+    return out
+
+
+def chunk_tile(prec, kind, mr):
+    p, k, kr = prec["name"], kind["name"], prec["kr"]
+    nacc = 2 * kind["panels"]
+    out = [f"/* {p} {k} chunk, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
+           f"{prec['attr']} MOE__NOINLINE void moe__{p}_{k}_ctile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {{",
+           "  const uint8_t *w0 = ck->w0" + (", *w1 = ck->w1;" if kind["panels"] == 2 else ";"),
+           "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";",
+           f"  const int64_t s0 = ck->k0 / {kr}, lo = (ck->k0 + {kr - 1}) / {kr}, hi = ck->k1 / {kr}, s1 = (ck->k1 + {kr - 1}) / {kr};"]
+    for r in range(mr):
+        out.append(f"  {prec['acc']} " + ", ".join(f"c{v}_{r} = moe__chunk_in_{prec['sfx']}(ck, r0 + {r}, {v})" for v in range(nacc)) + ";")
+    rng = lambda i: (lambda r: f"moe__bcast_range(a{r}, {i}, ck->k0, ck->k1, {kr}, {prec['elt']}, {prec['pad']})")
+    out.append("  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */")
+    out += chunk_step(prec, kind, mr, "s0", rng("s0"))
+    out.append("  }")
+    out.append("  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {")
+    out += chunk_step(prec, kind, mr, "i", lambda r: f"moe__bcast_group(a{r}, i)")
+    out.append("  }")
+    out.append("  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */")
+    out += chunk_step(prec, kind, mr, "hi", rng("hi"))
+    out.append("  }")
+    for r in range(mr):
+        out.append("  " + " ".join(f"moe__chunk_out_{prec['sfx']}(ck, r0 + {r}, {v}, c{v}_{r});" for v in range(nacc)))
+    out.append("}")
+    return out
+
+
+def chunk_rows(prec, kind):
+    p, k, n = prec["name"], kind["name"], kind["rows"]
+    out = [f"/* {p} {k} chunk over any mr: tiles of {n} rows, then the rest */",
+           f"{prec['attr'].replace('_FN', '')} void moe__{p}_{k}_crows(const moe_gemm_args *g, const moe__chunk *ck) {{",
+           f"  for (int32_t r0 = 0; r0 < g->mr; r0 += {n}) {{",
+           f"    switch (g->mr - r0 < {n} ? g->mr - r0 : {n}) {{"]
+    out += [f"    case {m}: moe__{p}_{k}_ctile_{m}(g, r0, ck); break;" for m in range(1, n)]
+    out += [f"    default: moe__{p}_{k}_ctile_{n}(g, r0, ck); break;", "    }", "  }", "}"]
+    return out
+
+
 def generate():
     out = []
     for prec in PRECISIONS:
@@ -110,6 +171,11 @@ def generate():
             for mr in range(1, kind["rows"] + 1):
                 out += tile(prec, kind, mr) + [""]
             out += rows(prec, kind) + [""]
+    for prec in CHUNKED:
+        for kind in KINDS:
+            for mr in range(1, kind["rows"] + 1):
+                out += chunk_tile(prec, kind, mr) + [""]
+            out += chunk_rows(prec, kind) + [""]
     return BEGIN + "\n".join(out) + END
 
 
