@@ -93,8 +93,10 @@ double probe_bandwidth(probe_ctx *c, bench_pool *pool) {
 #define PEAK_CHAINS 16
 #define PEAK_UNROLL _Pragma("GCC unroll 16")
 
+enum { PEAK_VNNI, PEAK_BF16, PEAK_FMA };
+
 typedef struct peak_ctx {
-  int bf16;       /* 0: vpdpbusd, 1: vdpbf16ps */
+  int kind;       /* PEAK_* */
   double *task_s; /* [n_threads] each task's own time */
   float *sink;    /* [n_threads] */
 } peak_ctx;
@@ -124,22 +126,36 @@ __attribute__((target("avx512f,avx512bf16"))) static float peak_loop_bf16(void) 
   return _mm512_reduce_add_ps(acc[0]);
 }
 
+/* Register-only vfmadd231ps loop: 16 f32 FMAs = 32 flops per instruction. */
+__attribute__((target("avx512f"))) static float peak_loop_fma(void) {
+  __m512 acc[PEAK_CHAINS], a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-3f);
+  for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = _mm512_set1_ps((float)c);
+  for (int i = 0; i < PEAK_ITERS; i++) {
+    PEAK_UNROLL
+    for (int c = 0; c < PEAK_CHAINS; c++) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+  }
+  for (int c = 1; c < PEAK_CHAINS; c++) acc[0] = _mm512_add_ps(acc[0], acc[c]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+
 static void peak_task(void *arg, int64_t i) {
   peak_ctx *c = (peak_ctx *)arg;
   double t0 = now_s();
-  c->sink[i] = c->bf16 ? peak_loop_bf16() : peak_loop_vnni();
+  c->sink[i] = c->kind == PEAK_BF16 ? peak_loop_bf16() : c->kind == PEAK_FMA ? peak_loop_fma() : peak_loop_vnni();
   c->task_s[i] = now_s() - t0;
 }
 
 /* Per trial the sum of each thread's own rate (a thread that other processes preempt only lowers
  * its own part), the best of PEAK_TRIALS trials. */
-static double measure_peak(bench_pool *pool, int bf16) {
+static double measure_peak(bench_pool *pool, int kind) {
+  static const double ops_per_insn[] = {128.0, 64.0, 32.0};
+  static const uint32_t needs[] = {MOE_CPU_AVX512F | MOE_CPU_AVX512VNNI, MOE_CPU_AVX512F | MOE_CPU_AVX512BF16,
+                                   MOE_CPU_AVX512F};
   const int n_threads = pool_threads(pool);
   peak_ctx c;
-  double best = 0.0, ops = (double)PEAK_ITERS * PEAK_CHAINS * (bf16 ? 64.0 : 128.0);
-  if (!have_features(bf16 ? MOE_CPU_AVX512F | MOE_CPU_AVX512BF16 : MOE_CPU_AVX512F | MOE_CPU_AVX512VNNI))
-    return 0.0;
-  c.bf16 = bf16;
+  double best = 0.0, ops = (double)PEAK_ITERS * PEAK_CHAINS * ops_per_insn[kind];
+  if (!have_features(needs[kind])) return 0.0;
+  c.kind = kind;
   c.task_s = (double *)kit_malloc((size_t)n_threads * sizeof *c.task_s);
   c.sink = (float *)kit_malloc((size_t)n_threads * sizeof *c.sink);
   for (int trial = 0; trial < PEAK_TRIALS; trial++) {
@@ -156,8 +172,9 @@ static double measure_peak(bench_pool *pool, int bf16) {
 
 ceilings measure_peaks(bench_pool *pool) {
   ceilings c;
-  c.gops_vnni = measure_peak(pool, 0);
-  c.gflops_bf16 = measure_peak(pool, 1);
+  c.gops_vnni = measure_peak(pool, PEAK_VNNI);
+  c.gflops_bf16 = measure_peak(pool, PEAK_BF16);
+  c.gflops_fma = measure_peak(pool, PEAK_FMA);
   return c;
 }
 
@@ -170,4 +187,20 @@ double peak_for_kernel(const ceilings *c, const moe_gemm_config *k) {
   if (!strcmp(k->dot, "vpdpbusd")) return c->gops_vnni;
   if (!strcmp(k->dot, "vdpbf16ps")) return c->gflops_bf16;
   return 0.0;
+}
+
+double roofline_peak(const ceilings *c, const moe_gemm_config *k, const char **name) {
+  const char *dot = k && k->dot ? k->dot : "scalar";
+  double peak;
+  if (!strcmp(dot, "vpdpbusd")) peak = c->gops_vnni, *name = "vpdpbusd";
+  else if (!strcmp(dot, "vdpbf16ps")) peak = c->gflops_bf16, *name = "vdpbf16ps";
+  else if (!strcmp(dot, "scalar") && c->gflops_fma > 0) peak = c->gflops_fma, *name = "vfmadd231ps";
+  else if (!strcmp(dot, "scalar")) peak = c->gflops_bf16, *name = "vdpbf16ps";
+  else {
+    moe_precision p = k->precision;
+    peak = peak_for_precision(c, p);
+    *name = p == MOE_PREC_INT8 || p == MOE_PREC_INT4_W4A8 ? "vpdpbusd" : "vdpbf16ps";
+  }
+  if (peak <= 0) *name = "none";
+  return peak > 0 ? peak : 0.0;
 }

@@ -17,9 +17,10 @@ double probe_bandwidth(probe_ctx *c, bench_pool *pool);
 
 typedef struct ceilings {
   double gops_vnni, gflops_bf16; /* vpdpbusd GOPS, vdpbf16ps GFLOPS; 0 when the CPU lacks one */
+  double gflops_fma;             /* 512-bit vfmadd231ps (f32 FMA) GFLOPS; 0 without AVX-512F */
 } ceilings;
 
-/* Both dot-product peaks, all threads of the pool at once, the best of 40 trials of ~1 ms. */
+/* The three peaks, all threads of the pool at once, each the best of 40 trials of ~1 ms. */
 ceilings measure_peaks(bench_pool *pool);
 /* The peak a layer of precision p is compared with: int8 and int4-w4a8 run on vpdpbusd, every other
  * precision computes with bf16 dot products. */
@@ -27,5 +28,10 @@ double peak_for_precision(const ceilings *c, moe_precision p);
 /* The peak of kernel k's dot instruction (moe_gemm_config.dot). The loops are 512-bit, so they are
  * the peak of AVX-512 kernels only; 0 (no peak) for scalar and the other tiers. */
 double peak_for_kernel(const ceilings *c, const moe_gemm_config *k);
+/* The compute roof of a layer run by kernel k: the peak of its dot instruction ("vpdpbusd",
+ * "vdpbf16ps"); for "scalar" kernels the f32 FMA peak (vfmadd231ps), or the vdpbf16ps peak when
+ * that one is not measured; for another instruction the peak of the precision (peak_for_precision).
+ * *name is the instruction whose peak is returned, "none" (and 0) when none was measured. */
+double roofline_peak(const ceilings *c, const moe_gemm_config *k, const char **name);
 
 #endif /* BENCH_CEILINGS_H */

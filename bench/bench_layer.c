@@ -4,6 +4,11 @@
  *   bench_layer --model qwen3-30b-a3b --precision int8 --m 1,8,32,128,512 --threads 2
  *
  * One JSON line per (precision, M) on stdout, a human table on stderr (README "Benchmark").
+ * The peer of the low-bit precisions (fp8, int4, mxfp4) is the bf16 oneDNN layer on their weights
+ * dequantized at load ("peer_weights"), so peer_rel_err compares our quantized kernels with it.
+ * weight_gbs counts the packed bytes of the experts hit (panels with their scales and zero points);
+ * frac_of_roofline is max(bytes / probe bandwidth, flops / peak of the kernel's dot instruction)
+ * over the measured time.
  * Memory bandwidth on shared machines drifts within minutes, so every round is interleaved
  * (bandwidth probe, our layer, oneDNN layer) and the fractions and speedups are medians of per-round
  * ratios. Every timed layer starts with cold caches: the 1 GiB probe runs between rounds.
@@ -25,13 +30,14 @@
 
 #define MAX_LIST 64
 #define SETTLE_S 0.005 /* idle gap before each timed item: both runtimes' threads stop spinning */
-#define PEER_MAX_REL_ERR 3e-2
 
 /* ==== options ==================================================================================== */
 typedef struct model_shape { /* the model's shape (tests/kit.h), or a custom one */
   const char *name;
   int64_t K, N, E;
   int32_t topk;
+  int32_t block_n, block_k; /* fp8 scale blocks: the model's (deepseek-v3: 128 x 128), else 128 x 128 */
+  int32_t group;            /* int4 group along k: 128 (no model of the table has int4 weights) */
 } model_shape;
 
 typedef struct options {
@@ -58,7 +64,8 @@ static void usage(void) {
         "  precisions: bf16 fp16 int8 fp8 int4-w4a8 int4-w4a16 mxfp4 (comma list, or all)\n"
         "  --isa TIER: scalar, avx512, amx, avx2, avx-vnni; an error when this CPU cannot run it\n"
         "  --runs R: rounds per (precision, M), default 21 (--quick: 5); fewer when one case would\n"
-        "            take more than --budget seconds (default 60), never fewer than 3\n"
+        "            take more than --budget seconds (default 60, --quick: 10): at least 3 when 3 fit,\n"
+        "            else 1 (slow kernels, e.g. the scalar ones)\n"
         "  --mem-gib G: memory for the experts' copies (default 8); larger models run with fewer\n"
         "            experts (\"E\" in the output, the model's count in \"E_model\")\n",
         stderr);
@@ -87,12 +94,15 @@ static int parse_precisions(const char *s, moe_precision *out) {
 static model_shape shape_of(const kit_model *m) {
   model_shape s;
   s.name = m->name, s.K = m->K, s.N = m->N, s.E = m->E, s.topk = m->topk;
+  s.block_n = m->block_n > 0 ? m->block_n : 128;
+  s.block_k = m->block_k > 0 ? m->block_k : 128;
+  s.group = 128;
   return s;
 }
 
 static options parse_options(int argc, char **argv) {
   options o;
-  int quick = 0, runs = 0;
+  int quick = 0, runs = 0, budget_given = 0;
   memset(&o, 0, sizeof o);
   o.shape = shape_of(kit_model_find("qwen3-30b-a3b"));
   o.n_prec = parse_precisions("int8", o.prec);
@@ -122,11 +132,12 @@ static options parse_options(int argc, char **argv) {
     else if (!strcmp(a, "--E")) o.shape.E = atoll(v);
     else if (!strcmp(a, "--topk")) o.shape.topk = atoi(v);
     else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
-    else if (!strcmp(a, "--budget")) o.budget_s = atof(v);
+    else if (!strcmp(a, "--budget")) o.budget_s = atof(v), budget_given = 1;
     else if (!strcmp(a, "--mem-gib")) o.mem_gib = atof(v);
     else usage();
   }
   o.runs = runs > 0 ? runs : (quick ? 5 : 21);
+  if (quick && !budget_given) o.budget_s = 10.0;
   if (o.threads < 1) die("--threads must be >= 1");
   if (o.shape.K < 1 || o.shape.N < 1 || o.shape.E < 1 || o.shape.topk < 1 || o.shape.topk > o.shape.E)
     die("bad shape K=%lld N=%lld E=%lld topk=%d", (long long)o.shape.K, (long long)o.shape.N,
@@ -134,17 +145,43 @@ static options parse_options(int argc, char **argv) {
   return o;
 }
 
-/* Bytes one expert's weights take in storage (codes + scales, zero points, e8m0), W13 and W2, in the
- * plain layout of the kit (fp8 blocks and int4 groups of 128). */
-static double expert_bytes(moe_precision p, int64_t N, int64_t K) {
-  moe_weights w;
+/* The experts of precision p for this run: the model's fp8 blocks and int4 group. */
+static bench_weights weights_of(const options *o, moe_precision p, int64_t E) {
+  bench_weights w;
+  memset(&w, 0, sizeof w);
+  w.p = p, w.E = E, w.N = o->shape.N, w.K = o->shape.K;
+  w.block_n = o->shape.block_n, w.block_k = o->shape.block_k, w.group = o->shape.group;
+  w.seed = o->seed;
+  return w;
+}
+
+/* A one-expert descriptor of w's precision, blocks and group (pointers only non-NULL: for sizes). */
+static moe_weights one_expert_desc(const bench_weights *w) {
+  static const uint8_t dummy[64];
+  moe_weights d;
+  memset(&d, 0, sizeof d);
+  d.precision = w->p, d.E = 1, d.N = w->N, d.K = w->K;
+  d.block_n = w->block_n, d.block_k = w->block_k, d.group = w->group;
+  d.w13 = d.w2 = dummy;
+  d.w13_scale = d.w2_scale = (const float *)(const void *)dummy;
+  d.w13_zero = d.w2_zero = d.w13_e8m0 = d.w2_e8m0 = dummy;
+  return d;
+}
+
+/* Bytes of one expert in the kit's plain layout (codes + scales, zero points, e8m0, W13 and W2). */
+static double plain_expert_bytes(const bench_weights *w) {
+  moe_weights d = one_expert_desc(w);
   kit_mat m[2];
   double bytes = 0;
-  memset(&w, 0, sizeof w);
-  w.precision = p;
-  m[0] = kit_mat_of(&w, 2 * N, K), m[1] = kit_mat_of(&w, K, N);
+  m[0] = kit_mat_of(&d, 2 * w->N, w->K), m[1] = kit_mat_of(&d, w->K, w->N);
   for (int i = 0; i < 2; i++) bytes += (double)(m[i].code_bytes + 4 * m[i].n_scale + m[i].n_zero + m[i].n_e8m0);
   return bytes;
+}
+
+/* Bytes a layer reads per expert hit: every packed panel of its W13 and W2, headers and meta (scales,
+ * zero points, e8m0, int8 compensation) included, whatever the layout of the precision. */
+static double packed_expert_bytes(const moe_experts *ex) {
+  return (double)ex->panels13 * (double)ex->panel13_bytes + (double)ex->panels2 * (double)ex->panel2_bytes;
 }
 
 /* ==== one layer call's inputs ===================================================================== */
@@ -216,20 +253,20 @@ static moe_call ours_call(const layer_case *c) {
 }
 
 /* Generates, packs (the plain copy is freed at once) and sizes one workspace for the largest M. */
-static void ours_setup(ours *o, moe_precision p, const model_shape *s, int64_t E, int64_t max_m, uint64_t seed,
-                       bench_pool *pool) {
+static void ours_setup(ours *o, const bench_weights *bw, int32_t topk, int64_t max_m, bench_pool *pool) {
   kit_weights w;
   moe_call call;
   layer_case shape_only;
   moe_status st;
   double t0 = now_s();
-  kit_weights_random(&w, p, E, s->N, s->K, seed, BENCH_WEIGHT_FLAGS);
+  kit_weights_random_blocks(&w, bw->p, bw->E, bw->N, bw->K, bw->block_n, bw->block_k, bw->group, bw->seed,
+                            BENCH_WEIGHT_FLAGS);
   o->gen_s = now_s() - t0;
   o->packed = kit_pack(&w.w, &o->ex);
   o->pack_s = now_s() - t0 - o->gen_s;
   kit_weights_free(&w);
   memset(&shape_only, 0, sizeof shape_only);
-  shape_only.M = max_m, shape_only.topk = s->topk;
+  shape_only.M = max_m, shape_only.topk = topk;
   call = ours_call(&shape_only);
   if ((st = moe_workspace_size(&o->ex, &call, &o->ws_size)) != MOE_OK) die("moe_workspace_size: %s", moe_status_str(st));
   o->ws = kit_malloc(o->ws_size);
@@ -286,8 +323,16 @@ static double rel_err_bf16(const uint16_t *a, const uint16_t *b, size_t n) {
   return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* The peer_rel_err above which bench_layer warns. Both layers round h and the output to bf16 and sum
+ * in other orders; the peer of the low-bit precisions adds the rounding of the dequantized weights to
+ * bf16 (2^-9 relative): ~5e-3 in all (int8's peer quantizes x and h as moe.h does). int4-w4a8
+ * quantizes x and h to int8 per token and its bf16 peer does not: ~2-3e-2 on qwen3-30b-a3b and
+ * gpt-oss-20b, more on wider h, so its limit is higher. */
+static double peer_err_limit(moe_precision p) { return p == MOE_PREC_INT4_W4A8 ? 1e-1 : 3e-2; }
+
 typedef struct measurement {
   int runs;
+  double round_s;                      /* one round, as the untimed pass took it */
   double *probe_gbs, *ours_s, *peer_s; /* per round */
   moe_stats phases;                    /* our layer's phase times, summed over the rounds */
   double route_s;                      /* moe_route on [M, E] logits, summed over the rounds */
@@ -302,10 +347,11 @@ typedef struct bench_ctx {
   ceilings peaks;
 } bench_ctx;
 
-/* Rounds that fit the time budget, between 3 and --runs. */
+/* Rounds that fit the time budget, at most --runs: at least 3 when 3 fit, else as many as fit but
+ * at least 1 (a layer that takes seconds, as the scalar kernels' do at large M). */
 static int rounds_for(const bench_ctx *b, double round_s) {
   int n = (int)(b->opt->budget_s / round_s);
-  n = n < 3 ? 3 : n;
+  n = n < 1 ? 1 : n;
   return n < b->opt->runs ? n : b->opt->runs;
 }
 
@@ -322,6 +368,7 @@ static measurement measure(const bench_ctx *b, const ours *o, peer *P, layer_cas
     t_round += peer_timed(P, c);
     r.peer_rel_err = rel_err_bf16(c->out_peer, c->out, (size_t)(c->M * c->K));
   }
+  r.round_s = t_round;
   r.runs = rounds_for(b, t_round);
   r.probe_gbs = (double *)kit_malloc((size_t)r.runs * sizeof(double));
   r.ours_s = (double *)kit_malloc((size_t)r.runs * sizeof(double));
@@ -345,19 +392,22 @@ static void measurement_free(measurement *r) { free(r->probe_gbs), free(r->ours_
 
 /* ==== reporting =================================================================================== */
 typedef struct case_result {
-  const char *model, *kernel, *peer_impl;
-  moe_precision p;
-  int64_t E, E_model;
+  const char *model, *kernel, *peer_impl, *peer_weights;
+  const char *dot, *roof_name; /* the kernel's dot instruction; the one whose peak is the roof */
+  bench_weights w;
+  int64_t E_model;
   const layer_case *c;
   const measurement *r;
-  double expert_bytes, flops, peak_gflops;
+  double expert_bytes; /* packed bytes per expert hit (codes and meta) */
+  double flops, peak_gflops, roof_gflops;
   int has_peer;
 } case_result;
 
 typedef struct summary {
-  stats ms, peer_ms, probe, gbs, frac, speedup;
+  stats ms, peer_ms, probe, gbs, frac, speedup, roof;
   double bytes, gflops; /* median bytes per round; flops over the median time */
-  const char *bound;
+  double roof_ms;       /* median of the rounds' roofline times */
+  const char *bound, *roof_bound;
 } summary;
 
 /* Memory-bound when the layer's flops per weight byte are below the machine's balance point. */
@@ -366,25 +416,33 @@ static const char *bound_name(double flops, double bytes, double peak_gflops, do
 }
 
 /* Medians of per-round ratios. A round's fraction of peak is the larger of its bandwidth and compute
- * fractions: time >= max(bytes / bandwidth, flops / peak), so the larger one is the bound that applies. */
+ * fractions: time >= max(bytes / bandwidth, flops / peak), so the larger one is the bound that applies.
+ * Its roofline time is that max with the peak of the kernel's own instruction, and frac_of_roofline
+ * the roofline time over the measured one. */
 static summary summarize(const case_result *cr) {
   const measurement *r = cr->r;
   int n = r->runs;
-  double *v = (double *)kit_malloc(4 * (size_t)n * sizeof(double)), *gbs = v, *frac = v + n, *speed = v + 2 * n;
+  double *v = (double *)kit_malloc(5 * (size_t)n * sizeof(double)), *gbs = v, *frac = v + n, *speed = v + 2 * n;
+  double *roof = v + 3 * n, *roof_s = v + 4 * n;
   summary s;
   memset(&s, 0, sizeof s);
   for (int i = 0; i < n; i++) {
     double f_comp = cr->peak_gflops > 0 ? cr->flops / r->ours_s[i] / 1e9 / cr->peak_gflops : 0.0;
+    double t_mem = r->bytes[i] / (r->probe_gbs[i] * 1e9), t_comp = cr->roof_gflops > 0 ? cr->flops / (cr->roof_gflops * 1e9) : 0.0;
     gbs[i] = r->bytes[i] / r->ours_s[i] / 1e9;
     frac[i] = gbs[i] / r->probe_gbs[i] > f_comp ? gbs[i] / r->probe_gbs[i] : f_comp;
+    roof_s[i] = t_mem > t_comp ? t_mem : t_comp;
+    roof[i] = roof_s[i] / r->ours_s[i];
     speed[i] = cr->has_peer ? r->peer_s[i] / r->ours_s[i] : 0.0;
   }
   s.ms = stats_of(r->ours_s, n), s.probe = stats_of(r->probe_gbs, n), s.gbs = stats_of(gbs, n);
-  s.frac = stats_of(frac, n), s.speedup = stats_of(speed, n);
+  s.frac = stats_of(frac, n), s.speedup = stats_of(speed, n), s.roof = stats_of(roof, n);
+  s.roof_ms = 1e3 * stats_of(roof_s, n).median;
   if (cr->has_peer) s.peer_ms = stats_of(r->peer_s, n);
   s.bytes = stats_of(r->bytes, n).median;
   s.gflops = cr->flops / s.ms.median / 1e9;
   s.bound = bound_name(cr->flops, s.bytes, cr->peak_gflops, s.probe.median);
+  s.roof_bound = bound_name(cr->flops, s.bytes, cr->roof_gflops, s.probe.median);
   free(v);
   return s;
 }
@@ -404,19 +462,28 @@ static void print_phases(json *j, const measurement *r) {
   json_num(j, "non_gemm_frac", total > 0 ? (total - gemm) / total : 0);
 }
 
+/* The scale layout of the weights: fp8 blocks, int4 groups, mxfp4's fixed 32. */
+static void print_scales(json *j, const bench_weights *w) {
+  if (w->p == MOE_PREC_FP8) json_int(j, "block_n", w->block_n), json_int(j, "block_k", w->block_k);
+  if (w->p == MOE_PREC_INT4_W4A8 || w->p == MOE_PREC_INT4_W4A16) json_int(j, "group", w->group);
+  if (w->p == MOE_PREC_MXFP4) json_int(j, "group", 32);
+}
+
 static void print_json(const bench_ctx *b, const case_result *cr, const summary *s) {
   const layer_case *c = cr->c;
   json j;
   json_begin(&j);
   json_str(&j, "bench", "layer");
   json_str(&j, "model", cr->model);
-  json_str(&j, "precision", prec_name(cr->p));
+  json_str(&j, "precision", prec_name(cr->w.p));
   json_str(&j, "dtype", "bf16");
   json_str(&j, "isa", moe_isa_name(moe_get_isa()));
   json_str(&j, "kernel", cr->kernel);
-  json_int(&j, "M", c->M), json_int(&j, "E", cr->E), json_int(&j, "topk", c->topk);
+  json_str(&j, "dot", cr->dot);
+  print_scales(&j, &cr->w);
+  json_int(&j, "M", c->M), json_int(&j, "E", cr->w.E), json_int(&j, "topk", c->topk);
   json_int(&j, "N", b->opt->shape.N), json_int(&j, "K", c->K);
-  if (cr->E_model != cr->E) json_int(&j, "E_model", cr->E_model);
+  if (cr->E_model != cr->w.E) json_int(&j, "E_model", cr->E_model);
   json_int(&j, "threads", b->opt->threads);
   json_num(&j, "ms_median", 1e3 * s->ms.median), json_num(&j, "ms_min", 1e3 * s->ms.min);
   json_num(&j, "ms_max", 1e3 * s->ms.max);
@@ -425,6 +492,7 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
   json_num(&j, "weight_gbs", s->gbs.median);
   json_num(&j, "experts_hit", s->bytes / cr->expert_bytes);
   json_num(&j, "weight_mb", s->bytes / 1e6);
+  json_int(&j, "expert_bytes", (long long)cr->expert_bytes);
   if (cr->peak_gflops > 0) json_num(&j, "peak_gflops", cr->peak_gflops);
   else json_null(&j, "peak_gflops");
   json_num(&j, "peak_gbs", s->probe.median), json_num(&j, "peak_gbs_min", s->probe.min);
@@ -433,13 +501,22 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
   print_phases(&j, cr->r);
   json_num(&j, "frac_of_peak", s->frac.median), json_num(&j, "frac_min", s->frac.min);
   json_num(&j, "frac_max", s->frac.max);
+  json_str(&j, "roofline_peak", cr->roof_name);
+  if (cr->roof_gflops > 0) json_num(&j, "roofline_gflops", cr->roof_gflops);
+  else json_null(&j, "roofline_gflops");
+  json_str(&j, "roofline_bound", s->roof_bound);
+  json_num(&j, "roofline_ms", s->roof_ms);
+  json_num(&j, "frac_of_roofline", s->roof.median), json_num(&j, "frac_of_roofline_min", s->roof.min);
+  json_num(&j, "frac_of_roofline_max", s->roof.max);
   if (cr->has_peer) {
     json_str(&j, "vs", "onednn");
+    json_str(&j, "peer_weights", cr->peer_weights);
     json_num(&j, "speedup", s->speedup.median), json_num(&j, "speedup_min", s->speedup.min);
     json_num(&j, "speedup_max", s->speedup.max);
     json_num(&j, "onednn_ms_median", 1e3 * s->peer_ms.median), json_num(&j, "onednn_ms_min", 1e3 * s->peer_ms.min);
     json_num(&j, "onednn_ms_max", 1e3 * s->peer_ms.max);
     json_num(&j, "peer_rel_err", cr->r->peer_rel_err);
+    json_num(&j, "peer_rel_err_limit", peer_err_limit(cr->w.p));
     json_str(&j, "onednn_impl", cr->peer_impl);
     json_str(&j, "omp_wait", peer_wait_policy_name()); /* OMP_WAIT_POLICY, else GOMP_SPINCOUNT */
   } else {
@@ -451,10 +528,12 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
 }
 
 static void print_human(const case_result *cr, const summary *s) {
-  fprintf(stderr, "%-10s M=%-5lld %9.3f ms %7.1f GB/s %8.1f GFLOPS %6.1f%% of peak (%s; probe %.1f GB/s)",
-          prec_name(cr->p), (long long)cr->c->M, 1e3 * s->ms.median, s->gbs.median, s->gflops,
-          100 * s->frac.median, s->bound, s->probe.median);
-  if (cr->has_peer) fprintf(stderr, "  onednn %9.3f ms, speedup %.2fx", 1e3 * s->peer_ms.median, s->speedup.median);
+  fprintf(stderr, "%-10s M=%-5lld %9.3f ms %7.1f GB/s %8.1f GFLOPS %6.1f%% of peak (%s; probe %.1f GB/s) %6.1f%% of roofline (%s)",
+          prec_name(cr->w.p), (long long)cr->c->M, 1e3 * s->ms.median, s->gbs.median, s->gflops,
+          100 * s->frac.median, s->bound, s->probe.median, 100 * s->roof.median, cr->roof_name);
+  if (cr->has_peer)
+    fprintf(stderr, "  onednn %s %9.3f ms, speedup %.2fx, rel err %.1e", cr->peer_weights, 1e3 * s->peer_ms.median,
+            s->speedup.median, cr->r->peer_rel_err);
   fputc('\n', stderr);
 }
 
@@ -465,24 +544,33 @@ static int64_t max_of(const int64_t *v, int n) {
   return m;
 }
 
-/* Experts that fit the memory budget: the packed copy plus the plain one (or the peer's). */
+/* Experts that fit the memory budget: the packed copy, plus the plain one (alive while packing) or
+ * the peer's (bf16 for every precision but int8), whichever is larger. */
 static int64_t experts_in_budget(const options *o, moe_precision p) {
-  double per_expert = 2.0 * expert_bytes(p, o->shape.N, o->shape.K);
+  bench_weights w = weights_of(o, p, 1);
+  moe_weights d = one_expert_desc(&w);
+  double plain = plain_expert_bytes(&w), packed = (double)moe_pack_size(&d);
+  double theirs = peer_supports(p) ? peer_expert_bytes(p, o->shape.N, o->shape.K) : 0.0;
+  double per_expert = (packed > 0 ? packed : plain) + (plain > theirs ? plain : theirs);
   int64_t fit = (int64_t)(o->mem_gib * 1073741824.0 / per_expert);
   return fit < o->shape.E ? fit : o->shape.E;
 }
 
 static void run_case(const bench_ctx *b, const ours *us, peer *P, case_result *cr, int64_t M) {
   const options *o = b->opt;
-  layer_case c = case_create(M, o->shape.K, cr->E, o->shape.topk, o->runs + 1, o->seed);
+  layer_case c = case_create(M, o->shape.K, cr->w.E, o->shape.topk, o->runs + 1, o->seed);
   measurement r;
   summary s;
   if (P) peer_prepare(P, &c);
   r = measure(b, us, P, &c, cr->expert_bytes);
   cr->c = &c, cr->r = &r;
   cr->flops = 2.0 * (double)M * o->shape.topk * 3.0 * (double)o->shape.N * (double)o->shape.K;
-  if (P && r.peer_rel_err > PEER_MAX_REL_ERR)
-    fprintf(stderr, "warning: the oneDNN layer differs from moe.h by %.3g (> %.0e)\n", r.peer_rel_err, PEER_MAX_REL_ERR);
+  if (r.runs < o->runs)
+    fprintf(stderr, "note: %s M=%lld: %d of %d rounds (one takes %.2f s; --budget %.0f s)\n", prec_name(cr->w.p),
+            (long long)M, r.runs, o->runs, r.round_s, o->budget_s);
+  if (P && r.peer_rel_err > peer_err_limit(cr->w.p))
+    fprintf(stderr, "warning: the oneDNN layer (%s weights) differs from moe.h by %.3g (> %.0e)\n", cr->peer_weights,
+            r.peer_rel_err, peer_err_limit(cr->w.p));
   s = summarize(cr);
   print_json(b, cr, &s);
   print_human(cr, &s);
@@ -506,19 +594,23 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
   if (E < o->shape.E)
     fprintf(stderr, "note: %s uses %lld of the model's %lld experts to stay within --mem-gib %.1f\n",
             prec_name(p), (long long)E, (long long)o->shape.E, o->mem_gib);
-  ours_setup(&us, p, &o->shape, E, max_of(o->m, o->n_m), o->seed, b->pool);
+  memset(&cr, 0, sizeof cr);
+  cr.w = weights_of(o, p, E);
+  ours_setup(&us, &cr.w, o->shape.topk, max_of(o->m, o->n_m), b->pool);
   t0 = now_s();
-  if (peer_supports(p)) P = peer_create(p, E, o->shape.N, o->shape.K, o->shape.topk, max_of(o->m, o->n_m), o->seed);
+  if (peer_supports(p)) P = peer_create(&cr.w, o->shape.topk, max_of(o->m, o->n_m));
   fprintf(stderr, "%s: %lld experts generated in %.1f s, moe_pack %.1f s", prec_name(p), (long long)E,
           us.gen_s, us.pack_s);
-  if (P) fprintf(stderr, ", oneDNN prepack %.1f s", now_s() - t0);
+  if (P) fprintf(stderr, ", oneDNN prepack (%s weights) %.1f s", peer_weights_kind(p), now_s() - t0);
   fprintf(stderr, "; kernel %s\n", kern->name);
-  memset(&cr, 0, sizeof cr);
-  cr.model = o->shape.name, cr.kernel = kern->name, cr.p = p, cr.E = E, cr.E_model = o->shape.E;
-  cr.expert_bytes = expert_bytes(p, o->shape.N, o->shape.K);
+  cr.model = o->shape.name, cr.kernel = kern->name, cr.E_model = o->shape.E;
+  cr.dot = kern->dot ? kern->dot : "scalar";
+  cr.expert_bytes = packed_expert_bytes(&us.ex);
   cr.peak_gflops = peak_for_precision(&b->peaks, p);
+  cr.roof_gflops = roofline_peak(&b->peaks, kern, &cr.roof_name);
   cr.has_peer = P != NULL;
   cr.peer_impl = P ? peer_impl(P) : NULL;
+  cr.peer_weights = P ? peer_weights_kind(p) : NULL;
   for (int i = 0; i < o->n_m; i++) run_case(b, &us, P, &cr, o->m[i]);
   if (P) peer_destroy(P);
   ours_free(&us);
@@ -541,9 +633,9 @@ int main(int argc, char **argv) {
   b.peaks = measure_peaks(b.pool);
   bw = probe_bandwidth(b.probe, b.pool);
   fprintf(stderr, "%s K=%lld N=%lld E=%lld topk=%d, %d threads, isa %s; peaks: vpdpbusd %.0f GOPS, vdpbf16ps %.0f GFLOPS, "
-          "read bandwidth %.1f GB/s (re-measured every round)\n", o.shape.name, (long long)o.shape.K, (long long)o.shape.N,
-          (long long)o.shape.E, o.shape.topk, o.threads, moe_isa_name(moe_get_isa()), b.peaks.gops_vnni,
-          b.peaks.gflops_bf16, bw);
+          "vfmadd231ps %.0f GFLOPS, read bandwidth %.1f GB/s (re-measured every round)\n", o.shape.name,
+          (long long)o.shape.K, (long long)o.shape.N, (long long)o.shape.E, o.shape.topk, o.threads,
+          moe_isa_name(moe_get_isa()), b.peaks.gops_vnni, b.peaks.gflops_bf16, b.peaks.gflops_fma, bw);
   for (int i = 0; i < o.n_prec; i++) run_precision(&b, o.prec[i]);
   probe_destroy(b.probe);
   pool_destroy(b.pool);

@@ -24,13 +24,29 @@ typedef struct layer_case {
   int64_t experts_hit;
 } layer_case;
 
-/* The same layer written on another library, as an engine would, on the same weights: experts
- * 0..E-1 of kit_weights_random(p, E, N, K, seed, BENCH_WEIGHT_FLAGS). */
+/* The experts of one precision: experts 0..E-1 of kit_weights_random_blocks(p, E, N, K, block_n,
+ * block_k, group, seed, BENCH_WEIGHT_FLAGS), the plain weights both layers are built from. */
+typedef struct bench_weights {
+  moe_precision p;
+  int64_t E, N, K;
+  int32_t block_n, block_k; /* fp8 scale blocks (128 x 128 unless the model says otherwise) */
+  int32_t group;            /* int4 group along k (128); mxfp4 has a fixed 32 */
+  uint64_t seed;
+} bench_weights;
+
+/* The same layer written on another library, as an engine would, on the same weights. bf16 and
+ * int8 run natively; fp16 weights are converted to bf16 at load, and the low-bit precisions (fp8,
+ * int4-w4a8, int4-w4a16, mxfp4) are dequantized to bf16 at load and run on the bf16 path: what an
+ * engine without low-bit kernels does. */
 typedef struct peer peer;
 
 extern const char *const peer_name; /* "onednn", or NULL when built without a peer */
 int peer_supports(moe_precision p);
-peer *peer_create(moe_precision p, int64_t E, int64_t N, int64_t K, int32_t topk, int64_t max_m, uint64_t seed);
+/* Bytes the peer keeps per expert (its prepacked weights), for the memory budget; 0 without a peer. */
+double peer_expert_bytes(moe_precision p, int64_t N, int64_t K);
+/* What the peer's weights are: "bf16", "bf16-converted" (fp16), "int8", "bf16-dequantized". */
+const char *peer_weights_kind(moe_precision p);
+peer *peer_create(const bench_weights *w, int32_t topk, int64_t max_m);
 void peer_prepare(peer *P, const layer_case *c); /* untimed setup for the case's row counts */
 double peer_timed(peer *P, const layer_case *c); /* seconds of one layer; output in c->out_peer */
 const char *peer_impl(const peer *P);            /* the library's implementation name */

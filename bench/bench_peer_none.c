@@ -5,8 +5,10 @@
 
 const char *const peer_name = NULL;
 int peer_supports(moe_precision p) { return (void)p, 0; }
-peer *peer_create(moe_precision p, int64_t E, int64_t N, int64_t K, int32_t topk, int64_t max_m, uint64_t seed) {
-  (void)p, (void)E, (void)N, (void)K, (void)topk, (void)max_m, (void)seed;
+double peer_expert_bytes(moe_precision p, int64_t N, int64_t K) { return (void)p, (void)N, (void)K, 0.0; }
+const char *peer_weights_kind(moe_precision p) { return (void)p, NULL; }
+peer *peer_create(const bench_weights *w, int32_t topk, int64_t max_m) {
+  (void)w, (void)topk, (void)max_m;
   return NULL;
 }
 void peer_prepare(peer *P, const layer_case *c) { (void)P, (void)c; }

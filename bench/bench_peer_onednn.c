@@ -4,7 +4,10 @@
  * Per expert: gather its rows of x, matmul with W13 -> [rows, 2N] f32, silu(gate) * up, matmul with
  * W2 -> [rows, K] f32, weighted scatter-add into an f32 output; one conversion to bf16 at the end.
  * bf16 (and fp16, whose weights the engine converts to bf16 at load, as moe_pack does): bf16 x bf16
- * -> f32. int8: x and h quantized per token to s8 (symmetric, as moe.h), s8 x s8 -> f32 brgemm;
+ * -> f32. fp8, int4 (both) and mxfp4: the plain quantized weights are dequantized to f32 at load
+ * (e4m3 x block scale, (q - zero) x group scale, e2m1 x 2^e8m0), rounded to bf16 and run on the bf16
+ * path, as an engine without low-bit kernels does (int4-w4a8 too: its activations stay bf16).
+ * int8: x and h quantized per token to s8 (symmetric, as moe.h), s8 x s8 -> f32 brgemm;
  * oneDNN 2.6 picks its slow gemm:jit for runtime per-channel output scales, so the per-channel and
  * per-token scales are applied in the activation and scatter loops, which read every element anyway.
  * Weights are reordered once into the blocked format the matmul chooses (format_tag_any); the
@@ -154,6 +157,7 @@ typedef struct peer_rows { /* the matmuls and activation memories of one expert 
 struct peer {
   moe_precision p;
   int a8;
+  bench_weights w; /* the experts to regenerate */
   int64_t E, N, K, max_rows;
   dnnl_engine_t eng;
   dnnl_stream_t stream;
@@ -171,8 +175,20 @@ struct peer {
   row_ops ops;
 };
 
-int peer_supports(moe_precision p) {
-  return p == MOE_PREC_BF16 || p == MOE_PREC_FP16 || p == MOE_PREC_INT8;
+int peer_supports(moe_precision p) { return p >= 0 && p < MOE_PREC_COUNT && moe_precision_compiled(p); }
+
+double peer_expert_bytes(moe_precision p, int64_t N, int64_t K) {
+  double elems = 3.0 * (double)N * (double)K;
+  return p == MOE_PREC_INT8 ? elems + 4.0 * (double)(2 * N + K) : 2.0 * elems;
+}
+
+const char *peer_weights_kind(moe_precision p) {
+  switch (p) {
+  case MOE_PREC_BF16: return "bf16";
+  case MOE_PREC_FP16: return "bf16-converted";
+  case MOE_PREC_INT8: return "int8";
+  default: return "bf16-dequantized";
+  }
 }
 
 static dnnl_data_type_t peer_act_type(const peer *P) { return P->a8 ? dnnl_s8 : dnnl_bf16; }
@@ -236,27 +252,80 @@ static dnnl_memory_t packer_run(const peer *P, const peer_packer *k, void *plain
   return dst;
 }
 
-/* fp16 weights become bf16, as an engine (and moe_pack) converts them at load. */
-static void *peer_weight_codes(const peer *P, uint8_t *codes, size_t n, uint16_t *tmp) {
-  if (P->p != MOE_PREC_FP16) return codes;
-  for (size_t i = 0; i < n; i++) tmp[i] = moe_f32_to_bf16(moe_f16_to_f32(((const uint16_t *)(const void *)codes)[i]));
+/* Decoded values of every code: e4m3 (256), e2m1 (16), e8m0 (256). */
+typedef struct peer_luts {
+  float e4m3[256], e2m1[16], e8m0[256];
+} peer_luts;
+
+static peer_luts peer_luts_make(void) {
+  peer_luts t;
+  for (int c = 0; c < 256; c++) t.e4m3[c] = moe_e4m3_to_f32((uint8_t)c), t.e8m0[c] = moe_e8m0_to_f32((uint8_t)c);
+  for (int c = 0; c < 16; c++) t.e2m1[c] = moe_e2m1_to_f32((uint8_t)c);
+  return t;
+}
+
+/* The value of plain element (r, c) of one matrix of one expert (moe_quant.h's plain layouts):
+ * fp8 e4m3 x scale[r / bn][c / bk]; int4 (q - zero[r][c / g]) x scale[r][c / g]; mxfp4
+ * e2m1 x 2^(e8m0[r][c / 32] - 127); 4-bit codes two per byte along the row, low nibble first. */
+static float peer_dequantize_one(const peer_luts *t, const moe_weights *w, const kit_mat *m, const uint8_t *codes,
+                                 const float *scale, const uint8_t *zero, const uint8_t *e8m0, int64_t r, int64_t c) {
+  const size_t row = kit_row_bytes(w->precision, m->cols);
+  const uint8_t *q = codes + (size_t)r * row;
+  const int64_t g = w->group ? w->group : 128;
+  int nib = (q[c >> 1] >> ((c & 1) * 4)) & 15;
+  switch (w->precision) {
+  case MOE_PREC_FP8: {
+    const int64_t bn = w->block_n ? w->block_n : 128, bk = w->block_k ? w->block_k : 128;
+    return t->e4m3[q[c]] * scale[(r / bn) * kit_cdiv(m->cols, bk) + c / bk];
+  }
+  case MOE_PREC_INT4_W4A8:
+  case MOE_PREC_INT4_W4A16: {
+    const int64_t i = r * kit_cdiv(m->cols, g) + c / g;
+    return (float)(nib - (int)zero[i]) * scale[i];
+  }
+  case MOE_PREC_MXFP4: return t->e2m1[nib] * t->e8m0[e8m0[r * kit_cdiv(m->cols, 32) + c / 32]];
+  default: return 0.0f;
+  }
+}
+
+/* Matrix `mat` (0: W13, 1: W2) of the expert in slot 0 of `one`, as the peer loads it: bf16 and int8
+ * codes as they are, fp16 converted to bf16 (as an engine, and moe_pack, converts them at load), the
+ * low-bit precisions dequantized to bf16 (into tmp, rows x cols). */
+static void *peer_weight_matrix(const peer *P, kit_weights *one, int mat, const peer_luts *t, uint16_t *tmp) {
+  const kit_mat *m = mat ? &one->m2 : &one->m13;
+  const int64_t work = m->rows * m->cols;
+  uint8_t *codes, *zero, *e8m0;
+  float *scale;
+  kit_slot(one, mat, 0, &codes, &scale, &zero, &e8m0);
+  if (P->p == MOE_PREC_BF16 || P->p == MOE_PREC_INT8) return codes;
+  if (P->p == MOE_PREC_FP16) {
+    for (int64_t i = 0; i < work; i++) tmp[i] = moe_f32_to_bf16(moe_f16_to_f32(((const uint16_t *)(const void *)codes)[i]));
+    return tmp;
+  }
+  PEER_PARALLEL_FOR
+  for (int64_t r = 0; r < m->rows; r++)
+    for (int64_t c = 0; c < m->cols; c++)
+      tmp[r * m->cols + c] = moe_f32_to_bf16(peer_dequantize_one(t, &one->w, m, codes, scale, zero, e8m0, r, c));
   return tmp;
 }
 
 /* Regenerates every expert as the driver did, one at a time into a one-expert buffer (no second
  * copy of all E experts), and prepacks it for oneDNN. */
-static void peer_load_weights(peer *P, uint64_t seed) {
+static void peer_load_weights(peer *P) {
   kit_weights one;
   size_t n13 = (size_t)(2 * P->N * P->K), n2 = (size_t)(P->K * P->N);
-  uint16_t *tmp = P->p == MOE_PREC_FP16 ? (uint16_t *)kit_malloc(2 * (n13 > n2 ? n13 : n2)) : NULL;
+  int convert = P->p != MOE_PREC_BF16 && P->p != MOE_PREC_INT8;
+  uint16_t *tmp = convert ? (uint16_t *)kit_malloc(2 * (n13 > n2 ? n13 : n2)) : NULL;
   peer_packer k13 = packer_create(P, 2 * P->N, P->K, &P->w13_md), k2 = packer_create(P, P->K, P->N, &P->w2_md);
-  kit_weights_alloc(&one, P->p, 1, P->N, P->K, 0, 0, 0, 0);
+  peer_luts *luts = (peer_luts *)kit_malloc(sizeof *luts);
+  *luts = peer_luts_make();
+  kit_weights_alloc(&one, P->p, 1, P->N, P->K, P->w.block_n, P->w.block_k, P->w.group, 0);
   P->w13 = (dnnl_memory_t *)kit_malloc((size_t)P->E * sizeof *P->w13);
   P->w2 = (dnnl_memory_t *)kit_malloc((size_t)P->E * sizeof *P->w2);
   for (int64_t e = 0; e < P->E; e++) {
-    kit_weights_expert(&one, 0, e, seed, BENCH_WEIGHT_FLAGS, NULL, NULL);
-    P->w13[e] = packer_run(P, &k13, peer_weight_codes(P, one.w13, n13, tmp));
-    P->w2[e] = packer_run(P, &k2, peer_weight_codes(P, one.w2, n2, tmp));
+    kit_weights_expert(&one, 0, e, P->w.seed, BENCH_WEIGHT_FLAGS, NULL, NULL);
+    P->w13[e] = packer_run(P, &k13, peer_weight_matrix(P, &one, 0, luts, tmp));
+    P->w2[e] = packer_run(P, &k2, peer_weight_matrix(P, &one, 1, luts, tmp));
     if (P->a8) {
       memcpy(P->s13 + e * 2 * P->N, one.s13, (size_t)(2 * P->N) * sizeof(float));
       memcpy(P->s2 + e * P->K, one.s2, (size_t)P->K * sizeof(float));
@@ -265,6 +334,7 @@ static void peer_load_weights(peer *P, uint64_t seed) {
   DNNL_CHECK(dnnl_primitive_destroy(k13.reorder));
   DNNL_CHECK(dnnl_primitive_destroy(k2.reorder));
   free(tmp);
+  free(luts);
   kit_weights_free(&one);
 }
 
@@ -289,12 +359,13 @@ static void peer_alloc_buffers(peer *P, int64_t max_m, int32_t topk) {
   P->s2 = (float *)kit_malloc((size_t)P->E * K * sizeof(float));
 }
 
-peer *peer_create(moe_precision p, int64_t E, int64_t N, int64_t K, int32_t topk, int64_t max_m, uint64_t seed) {
+peer *peer_create(const bench_weights *w, int32_t topk, int64_t max_m) {
   peer *P = (peer *)kit_calloc(sizeof *P);
   dnnl_primitive_t probe13, probe2;
-  P->p = p;
-  P->a8 = p == MOE_PREC_INT8;
-  P->E = E, P->N = N, P->K = K;
+  P->p = w->p;
+  P->a8 = w->p == MOE_PREC_INT8; /* int4-w4a8 runs on the bf16 path */
+  P->w = *w;
+  P->E = w->E, P->N = w->N, P->K = w->K;
   P->max_rows = max_m; /* experts are distinct per token: at most M rows each */
   P->ops = row_ops_select();
   DNNL_CHECK(dnnl_engine_create(&P->eng, dnnl_cpu, 0));
@@ -305,7 +376,7 @@ peer *peer_create(moe_precision p, int64_t E, int64_t N, int64_t K, int32_t topk
   DNNL_CHECK(dnnl_primitive_destroy(probe13));
   DNNL_CHECK(dnnl_primitive_destroy(probe2));
   peer_alloc_buffers(P, max_m, topk);
-  peer_load_weights(P, seed);
+  peer_load_weights(P);
   return P;
 }
 

@@ -3,10 +3,12 @@
 
     python3 bench/roofline.py bench/results-zen4-2t.jsonl -o bench/roofline-zen4-2t.png
 
-x: flops (ops for int8) per byte of weights read; y: GFLOPS (GOPS). Ceilings from the lines
-themselves: the read-bandwidth slope at the median peak_gbs, one flat roof per dot-product peak
-(peak_gflops). Layer points per precision, labelled with M; the peer's points (same work, its
-time) hollow; bench_kernels' streaming points (one row) as diamonds and its in-cache points
+x: flops (ops for int8) per byte of weights read (packed, scales included); y: GFLOPS (GOPS).
+Ceilings from the lines themselves: the read-bandwidth slope at the median peak_gbs, one flat roof
+per instruction peak (layer lines: roofline_peak / roofline_gflops, the peak of the instruction the
+kernel uses, vfmadd231ps for scalar kernels; older lines and kernel lines: dot / peak_gflops).
+Layer points per precision, labelled with M and frac_of_roofline; the peer's points (same work,
+its time) hollow; bench_kernels' streaming points (one row) as diamonds and its in-cache points
 (weights in L2: no DRAM intensity) as triangles on the right edge. Needs matplotlib
 (Debian: apt-get install python3-matplotlib).
 """
@@ -49,6 +51,10 @@ def ceilings(rows):
     gbs = [r["peak_gbs"] for r in rows if r.get("peak_gbs")]
     peaks = {}
     for r in rows:
+        if r.get("bench") == "layer" and "roofline_peak" in r:  # the roof of the kernel's instruction
+            if r.get("roofline_gflops"):
+                peaks.setdefault(r["roofline_peak"], []).append(r["roofline_gflops"])
+            continue
         if not r.get("peak_gflops"):
             continue
         dot = r.get("dot") or DOT_OF.get(r.get("precision"), "vdpbf16ps")
@@ -84,11 +90,15 @@ def plot_layers(ax, rows):
         p = r["precision"]
         c = COLORS.get(p, "black")
         ax.plot([x], [r["gflops"]], "o", color=c, ms=7, label=None if p in seen else f"moe.h {p}")
-        ax.annotate(f"M={r['M']}", (x, r["gflops"]), textcoords="offset points", xytext=(6, -3), fontsize=7)
+        text = f"M={r['M']}"
+        if r.get("frac_of_roofline") is not None:
+            text += f" {100 * r['frac_of_roofline']:.2g}%"
+        ax.annotate(text, (x, r["gflops"]), textcoords="offset points", xytext=(6, -3), fontsize=7)
         if r.get("vs") not in (None, "none") and r.get("onednn_ms_median"):
             y = r["gflops"] * r["ms_median"] / r["onednn_ms_median"]
+            weights = f", {r['peer_weights']} weights" if r.get("peer_weights") not in (None, p) else ""
             ax.plot([x], [y], "o", mfc="none", color=c, ms=7,
-                    label=None if p in seen else f"{r['vs']} {p} (same work)")
+                    label=None if p in seen else f"{r['vs']} {p} (same work{weights})")
         seen.add(p)
     return seen
 
@@ -143,7 +153,7 @@ def main():
     bw, peaks = ceilings(rows)
     xs = [intensity(r) for r in rows if intensity(r)]
     xlim = (min(xs + [1.0]) / 2, max(xs + [(max(peaks.values()) / bw) if bw and peaks else 1.0]) * 4)
-    fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
+    fig, ax = plt.subplots(figsize=(12, 6), dpi=120)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
@@ -154,7 +164,7 @@ def main():
     ax.set_xlabel("flops (int8: ops) per byte of weights read")
     ax.set_ylabel("GFLOPS (int8: GOPS)")
     ax.grid(True, which="both", ls=":", lw=0.5)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no point hidden
     fig.tight_layout()
     fig.savefig(args.output)
     print(f"roofline.py: wrote {args.output}", file=sys.stderr)
