@@ -16,9 +16,9 @@
  *   BF16, FP16     2  128 bytes: 2 lines, see (a)       -                               -
  *   INT8           4  128 bytes: 2 lines, see (a)       int32 comp[32], f32 scale[32]   -
  *   FP8            2  64 bytes: 1 line, see (b)         -                               f32 scale[ceil(k/bk)][32]
- *   INT4 W4A16     4  64 bytes: 1 line, see (c)         -                               f32 scale[ngroup][32],
+ *   INT4 W4A16     8  128 bytes: 2 lines, see (c)       -                               f32 scale[ngroup][32],
  *                                                                                       u8 zero[ngroup][32]
- *   MXFP4          4  64 bytes: 1 line, see (c)         -                               u8 e8m0[ceil(k/32)][32]
+ *   MXFP4          8  128 bytes: 2 lines, see (c)       -                               u8 e8m0[ceil(k/32)][32]
  *   INT4 W4A8      4  64 bytes: 1 line, see (d)         -                               as INT4 W4A16
  *
  *   (a) one 32-bit lane per column holds its KR consecutive k (VNNI; one AMX B-tile row per line):
@@ -26,8 +26,9 @@
  *   (b) 8-bit codes of one k pair, placed so that unpacking the line's bytes with vpunpck{l,h}bw
  *       (which works within 16-byte blocks) yields two lines of (a) (columns 0-15, then 16-31):
  *       16-byte block j | c4j k0 k1 | c4j+1 k0 k1 | ... | c4j+3 k0 k1 | c4j+16 k0 k1 | ... | c4j+19 k0 k1 |
- *   (c) two pairs in one line: the low nibbles hold pair k0 k1 in the order of (b), the high nibbles
- *       pair k2 k3 in the same places. A line decodes to four lines of (a) (2 pairs x 2 halves).
+ *   (c) 16-bit words, one per (column, pair element) as the lanes of (a): word 2c + e of line h
+ *       holds column 16h + c at k = e, 2 + e, 4 + e, 6 + e in its nibbles 0..3 (low bits first).
+ *       (word >> 4j) & 15 for j = 0..3 indexes a 32-entry bf16 table (vpermw): four lines of (a).
  *   (d) the low nibbles hold columns 0-15 in the order of (a) with KR = 4 (col c: k0..k3 in bytes
  *       4c..4c+3), the high nibbles columns 16-31: (v & 15) and (v >> 4 & 15) are two lines of (a).
  * Decoded, every low-bit line is bf16 (a) with KR = 2 or int8 (a) with KR = 4: what the bf16 and
@@ -360,8 +361,8 @@ static inline size_t moe__code_pos(moe_precision p, int32_t n, int64_t k, int32_
     *shift = 4 * (n >> 4);
     return line + 4 * (size_t)(n & 15) + (size_t)j;
   }
-  *shift = 4 * (j >> 1); /* (c) */
-  return line + (size_t)moe__pair_pos(n, j & 1);
+  *shift = 4 * ((j >> 1) & 1); /* (c): nibble j / 2 of word 2 (n % 16) + j % 2 of line n / 16 */
+  return line + 64 * (size_t)(n >> 4) + 4 * (size_t)(n & 15) + 2 * (size_t)(j & 1) + (size_t)(j >> 2);
 }
 
 /* Writes the code of (column n, reduction index k) into a panel's code area (zeroed before). */
@@ -684,8 +685,8 @@ MOE__SCALAR_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
 MOE__SCALAR_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
 MOE__SCALAR_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8)
 MOE__SCALAR_UKERNELS(qu8_qc4w, 4, MOE_PREC_INT4_W4A8)
-MOE__SCALAR_UKERNELS(bf16_qc4w, 4, MOE_PREC_INT4_W4A16)
-MOE__SCALAR_UKERNELS(bf16_mxfp4w, 4, MOE_PREC_MXFP4)
+MOE__SCALAR_UKERNELS(bf16_qc4w, 8, MOE_PREC_INT4_W4A16)
+MOE__SCALAR_UKERNELS(bf16_mxfp4w, 8, MOE_PREC_MXFP4)
 #undef MOE__SCALAR_UKERNELS
 
 /* ---- CPU features ------------------------------------------------------------------------------ */
@@ -794,7 +795,8 @@ MOE_API int moe_amx_request(void) {
 #define MOE__AVX512_VNNI __attribute__((target(MOE__T_BASE ",avx512vnni"))) static inline
 #define MOE__AVX512_BF16 __attribute__((target(MOE__T_BASE ",avx512bf16"))) static inline
 #define MOE__AVX512_VBMI __attribute__((target(MOE__T_BASE ",avx512vbmi"))) static inline
-#define MOE__AVX512_LOWBIT __attribute__((target(MOE__T_BASE ",avx512bf16,avx512vbmi,avx512vnni"))) static inline
+#define MOE__AVX512_FP8 __attribute__((target(MOE__T_BASE ",avx512bf16,avx512vbmi"))) static inline
+#define MOE__AVX512_FP8_FN __attribute__((target(MOE__T_BASE ",avx512bf16,avx512vbmi"))) static
 /* the same targets for functions that must stay out of line */
 #define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_BASE ",avx512vnni"))) static
 #define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_BASE ",avx512bf16"))) static
@@ -845,6 +847,8 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__act_avx512(moe_activation act, __m512 g
   return _mm512_div_ps(_mm512_mul_ps(g, u), _mm512_add_ps(one, moe__exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), z))));
 }
 
+/* Mask of the first min(left, 16) lanes. */
+static inline __mmask16 moe__tail_mask(int64_t left) { return (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1); }
 /* Mask of the 16-column vector v (0..3) of a tile with nr valid columns. */
 static inline __mmask16 moe__col_mask(int32_t nr, int v) {
   int32_t left = nr - 16 * v;
@@ -969,7 +973,7 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
  * at the group's end are scaled into `tot`:  tot[r][c] = fma(sum, scale[c], tot[r][c]).
  * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
  * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
- * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. */
+ * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
 typedef struct moe__chunk {
   const uint8_t *w0, *w1;   /* decoded lines of the panels, from the line of k0 (k0 / KR)        */
   int64_t k0, k1;           /* the chunk: k0 <= k < k1, inside one scale group                  */
@@ -979,7 +983,45 @@ typedef struct moe__chunk {
   const int32_t *asum;      /* W4A8: [mr] sums of (a - 128) over the group                      */
   void *part;               /* [MOE_BLOCK_M][64]: sums carried between chunks of one group     */
   float *tot;               /* [MOE_BLOCK_M][64]: the dequantized sums of the finished groups   */
+  const struct moe__tables *tab; /* direct tiles: the decoder's tables                          */
+  const __m512i *zero_words;     /* direct W4A16 tiles: [4] the group's zero of each code word  */
 } moe__chunk;
+
+/* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
+ * bf16 words of their 16 values, twice (hi0), and for int4 in L1 those of q - zero (lo0). */
+typedef struct moe__tables {
+  __m512i hi0, hi1, lo0, lo1;
+} moe__tables;
+
+/* 64 bf16 high and low bytes -> the two lines of (a) they form (unpacking works within 16-byte
+ * blocks, which layout (b) already accounts for): columns 0-15 and 16-31 of one pair. */
+MOE__AVX512_BASE MOE__INLINE void moe__bf16_unpack(__m512i lo, __m512i hi, __m512bh *c0, __m512bh *c1) {
+  *c0 = (__m512bh)_mm512_unpacklo_epi8(lo, hi);
+  *c1 = (__m512bh)_mm512_unpackhi_epi8(lo, hi);
+}
+/* One FP8 line (layout (b)) -> bf16 of one pair: magnitude through the tables, sign or'ed back. */
+MOE__AVX512_VBMI MOE__INLINE void moe__fp8_line(const uint8_t *line, const moe__tables *t, __m512bh *c0, __m512bh *c1) {
+  __m512i v = _mm512_load_si512(line);
+  __m512i hi = _mm512_permutex2var_epi8(t->hi0, v, t->hi1), lo = _mm512_permutex2var_epi8(t->lo0, v, t->lo1);
+  moe__bf16_unpack(lo, _mm512_ternarylogic_epi32(hi, v, _mm512_set1_epi8((char)0x80), 0xF8), c0, c1); /* hi | (v & 0x80) */
+}
+/* Pair j (0..3) of a 4-bit line (layout (c)) -> bf16 of 16 columns: nibble j of every word indexes
+ * the 32-entry table, which repeats its 16 values, so the bits above the nibble need no mask. */
+MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair(__m512i line, int j, __m512i table) {
+  return (__m512bh)_mm512_permutexvar_epi16(j ? _mm512_srli_epi16(line, (unsigned)(4 * j)) : line, table);
+}
+/* The same for int4 minus each word's zero point (-15..15, a 5-bit index into a signed table). */
+MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_zero(__m512i line, int j, __m512i zero, __m512i table) {
+  __m512i q = _mm512_and_si512(_mm512_srli_epi16(line, (unsigned)(4 * j)), _mm512_set1_epi16(15));
+  return (__m512bh)_mm512_permutexvar_epi16(_mm512_sub_epi16(q, zero), table);
+}
+/* One W4A8 line (layout (d)) -> the u8 codes of columns 0-15 and 16-31. */
+MOE__AVX512_BASE MOE__INLINE void moe__q4_line(const uint8_t *line, __m512i *c0, __m512i *c1) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  __m512i v = _mm512_load_si512(line);
+  *c0 = _mm512_and_si512(v, m4);
+  *c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+}
 
 /* The KR elements of row a at k-group i that lie in [k0, k1), broadcast; the others read as pad
  * (the byte that makes the element 0: 0 for bf16, 0x80 for u8 = q + 128). Reads only in [k0, k1). */
@@ -3051,7 +3093,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_5(const moe_gemm_a
 }
 
 /* dbf16 gemm1 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_BF16 void moe__dbf16_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN void moe__dbf16_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
   for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
     switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
     case 1: moe__dbf16_gemm1_ctile_1(g, r0, ck); break;
@@ -3249,7 +3291,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_5(const moe_gemm
 }
 
 /* dbf16 gemm2x2 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_BF16 void moe__dbf16_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN void moe__dbf16_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
   for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
     switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
     case 1: moe__dbf16_gemm2x2_ctile_1(g, r0, ck); break;
@@ -3880,7 +3922,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_12(const moe_gemm_
 }
 
 /* dbf16 gemm2 chunk over any mr: tiles of 12 rows, then the rest */
-MOE__AVX512_BF16 void moe__dbf16_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN void moe__dbf16_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
   for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
     switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
     case 1: moe__dbf16_gemm2_ctile_1(g, r0, ck); break;
@@ -4085,7 +4127,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_5(const moe_gemm_arg
 }
 
 /* dq4 gemm1 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_VNNI void moe__dq4_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN void moe__dq4_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
   for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
     switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
     case 1: moe__dq4_gemm1_ctile_1(g, r0, ck); break;
@@ -4283,7 +4325,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_5(const moe_gemm_a
 }
 
 /* dq4 gemm2x2 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_VNNI void moe__dq4_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN void moe__dq4_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
   for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
     switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
     case 1: moe__dq4_gemm2x2_ctile_1(g, r0, ck); break;
@@ -4914,7 +4956,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_12(const moe_gemm_ar
 }
 
 /* dq4 gemm2 chunk over any mr: tiles of 12 rows, then the rest */
-MOE__AVX512_VNNI void moe__dq4_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN void moe__dq4_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
   for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
     switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
     case 1: moe__dq4_gemm2_ctile_1(g, r0, ck); break;
@@ -4930,6 +4972,2581 @@ MOE__AVX512_VNNI void moe__dq4_gemm2_crows(const moe_gemm_args *g, const moe__ch
     case 11: moe__dq4_gemm2_ctile_11(g, r0, ck); break;
     default: moe__dq4_gemm2_ctile_12(g, r0, ck); break;
     }
+  }
+}
+
+/* fp8 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+}
+
+/* fp8 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+}
+
+/* fp8 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+}
+
+/* fp8 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+}
+
+/* fp8 gemm1 direct over mr 1..4 rows */
+MOE__AVX512_FP8_FN void moe__fp8_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__fp8_gemm1_dtile_1(g, ck); break;
+  case 2: moe__fp8_gemm1_dtile_2(g, ck); break;
+  case 3: moe__fp8_gemm1_dtile_3(g, ck); break;
+  default: moe__fp8_gemm1_dtile_4(g, ck); break;
+  }
+}
+
+/* fp8 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+}
+
+/* fp8 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+}
+
+/* fp8 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+}
+
+/* fp8 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    __m512bh v10, v11;
+    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+}
+
+/* fp8 gemm2x2 direct over mr 1..4 rows */
+MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__fp8_gemm2x2_dtile_1(g, ck); break;
+  case 2: moe__fp8_gemm2x2_dtile_2(g, ck); break;
+  case 3: moe__fp8_gemm2x2_dtile_3(g, ck); break;
+  default: moe__fp8_gemm2x2_dtile_4(g, ck); break;
+  }
+}
+
+/* fp8 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+}
+
+/* fp8 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+}
+
+/* fp8 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+}
+
+/* fp8 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
+  const moe__tables t = *ck->tab;
+  const int64_t s0 = ck->k0 / 2;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1);
+  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+    { const int64_t i_ = s0;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512bh v00, v01;
+    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3);
+}
+
+/* fp8 gemm2 direct over mr 1..4 rows */
+MOE__AVX512_FP8_FN void moe__fp8_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__fp8_gemm2_dtile_1(g, ck); break;
+  case 2: moe__fp8_gemm2_dtile_2(g, ck); break;
+  case 3: moe__fp8_gemm2_dtile_3(g, ck); break;
+  default: moe__fp8_gemm2_dtile_4(g, ck); break;
+  }
+}
+
+/* b4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+}
+
+/* b4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+}
+
+/* b4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+}
+
+/* b4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+}
+
+/* b4 gemm1 direct over mr 1..4 rows */
+MOE__AVX512_BF16_FN void moe__b4_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__b4_gemm1_dtile_1(g, ck); break;
+  case 2: moe__b4_gemm1_dtile_2(g, ck); break;
+  case 3: moe__b4_gemm1_dtile_3(g, ck); break;
+  default: moe__b4_gemm1_dtile_4(g, ck); break;
+  }
+}
+
+/* b4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+}
+
+/* b4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+}
+
+/* b4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+}
+
+/* b4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+}
+
+/* b4 gemm2x2 direct over mr 1..4 rows */
+MOE__AVX512_BF16_FN void moe__b4_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__b4_gemm2x2_dtile_1(g, ck); break;
+  case 2: moe__b4_gemm2x2_dtile_2(g, ck); break;
+  case 3: moe__b4_gemm2x2_dtile_3(g, ck); break;
+  default: moe__b4_gemm2x2_dtile_4(g, ck); break;
+  }
+}
+
+/* b4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+}
+
+/* b4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+}
+
+/* b4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+}
+
+/* b4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->hi0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3);
+}
+
+/* b4 gemm2 direct over mr 1..4 rows */
+MOE__AVX512_BF16_FN void moe__b4_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__b4_gemm2_dtile_1(g, ck); break;
+  case 2: moe__b4_gemm2_dtile_2(g, ck); break;
+  case 3: moe__b4_gemm2_dtile_3(g, ck); break;
+  default: moe__b4_gemm2_dtile_4(g, ck); break;
+  }
+}
+
+/* i4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+}
+
+/* i4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+}
+
+/* i4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+}
+
+/* i4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+}
+
+/* i4 gemm1 direct over mr 1..4 rows */
+MOE__AVX512_BF16_FN void moe__i4_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__i4_gemm1_dtile_1(g, ck); break;
+  case 2: moe__i4_gemm1_dtile_2(g, ck); break;
+  case 3: moe__i4_gemm1_dtile_3(g, ck); break;
+  default: moe__i4_gemm1_dtile_4(g, ck); break;
+  }
+}
+
+/* i4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+}
+
+/* i4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+}
+
+/* i4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+}
+
+/* i4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+}
+
+/* i4 gemm2x2 direct over mr 1..4 rows */
+MOE__AVX512_BF16_FN void moe__i4_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__i4_gemm2x2_dtile_1(g, ck); break;
+  case 2: moe__i4_gemm2x2_dtile_2(g, ck); break;
+  case 3: moe__i4_gemm2x2_dtile_3(g, ck); break;
+  default: moe__i4_gemm2x2_dtile_4(g, ck); break;
+  }
+}
+
+/* i4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+}
+
+/* i4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+}
+
+/* i4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+}
+
+/* i4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
+  const __m512i t = ck->tab->lo0;
+  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    {
+    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
+    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    }
+    }
+  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3);
+}
+
+/* i4 gemm2 direct over mr 1..4 rows */
+MOE__AVX512_BF16_FN void moe__i4_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__i4_gemm2_dtile_1(g, ck); break;
+  case 2: moe__i4_gemm2_dtile_2(g, ck); break;
+  case 3: moe__i4_gemm2_dtile_3(g, ck); break;
+  default: moe__i4_gemm2_dtile_4(g, ck); break;
+  }
+}
+
+/* q4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
+  int64_t i = lo;
+  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    }
+    { const int64_t i_ = i + 1;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
+    }
+  }
+  if (i < hi)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    }
+  c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+}
+
+/* q4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+}
+
+/* q4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
+}
+
+/* q4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, 3, 0), c1_3 = moe__chunk_in_epi32(ck, 3, 1), c2_3 = moe__chunk_in_epi32(ck, 3, 2), c3_3 = moe__chunk_in_epi32(ck, 3, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
+  moe__chunk_out_epi32(ck, 3, 0, c0_3); moe__chunk_out_epi32(ck, 3, 1, c1_3); moe__chunk_out_epi32(ck, 3, 2, c2_3); moe__chunk_out_epi32(ck, 3, 3, c3_3);
+}
+
+/* q4 gemm1 direct over mr 1..4 rows */
+MOE__AVX512_VNNI_FN void moe__q4_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__q4_gemm1_dtile_1(g, ck); break;
+  case 2: moe__q4_gemm1_dtile_2(g, ck); break;
+  case 3: moe__q4_gemm1_dtile_3(g, ck); break;
+  default: moe__q4_gemm1_dtile_4(g, ck); break;
+  }
+}
+
+/* q4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
+  int64_t i = lo;
+  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    }
+    { const int64_t i_ = i + 1;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
+    }
+  }
+  if (i < hi)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    }
+  c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+}
+
+/* q4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+}
+
+/* q4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
+}
+
+/* q4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, 3, 0), c1_3 = moe__chunk_in_epi32(ck, 3, 1), c2_3 = moe__chunk_in_epi32(ck, 3, 2), c3_3 = moe__chunk_in_epi32(ck, 3, 3);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    __m512i v10, v11;
+    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
+  moe__chunk_out_epi32(ck, 3, 0, c0_3); moe__chunk_out_epi32(ck, 3, 1, c1_3); moe__chunk_out_epi32(ck, 3, 2, c2_3); moe__chunk_out_epi32(ck, 3, 3, c3_3);
+}
+
+/* q4 gemm2x2 direct over mr 1..4 rows */
+MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__q4_gemm2x2_dtile_1(g, ck); break;
+  case 2: moe__q4_gemm2x2_dtile_2(g, ck); break;
+  case 3: moe__q4_gemm2x2_dtile_3(g, ck); break;
+  default: moe__q4_gemm2x2_dtile_4(g, ck); break;
+  }
+}
+
+/* q4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
+  __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512();
+  int64_t i = lo;
+  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    }
+    { const int64_t i_ = i + 1;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); }
+    }
+  }
+  if (i < hi)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    }
+  c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0);
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
+}
+
+/* q4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1);
+}
+
+/* q4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2);
+}
+
+/* q4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+  const uint8_t *w0 = ck->w0;
+  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
+  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
+  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1);
+  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1);
+  __m512i c0_3 = moe__chunk_in_epi32(ck, 3, 0), c1_3 = moe__chunk_in_epi32(ck, 3, 1);
+  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+    { const int64_t i_ = i;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
+    }
+  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+    { const int64_t i_ = hi;
+    __m512i v00, v01;
+    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
+    }
+  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
+  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1);
+  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2);
+  moe__chunk_out_epi32(ck, 3, 0, c0_3); moe__chunk_out_epi32(ck, 3, 1, c1_3);
+}
+
+/* q4 gemm2 direct over mr 1..4 rows */
+MOE__AVX512_VNNI_FN void moe__q4_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
+  switch (g->mr) {
+  case 1: moe__q4_gemm2_dtile_1(g, ck); break;
+  case 2: moe__q4_gemm2_dtile_2(g, ck); break;
+  case 3: moe__q4_gemm2_dtile_3(g, ck); break;
+  default: moe__q4_gemm2_dtile_4(g, ck); break;
   }
 }
 /* ==== END GENERATED ==== */
@@ -4967,95 +7584,74 @@ static const uint8_t moe__e4m3_bf16_lo[128] = {
     0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
     0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
     0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xC0};
-/* bf16 of the 4-bit values: int4 q - zero as a 6-bit index (-15..15, two's complement), and e2m1
- * (sign in bit 3, repeated to 64 entries for vpermb). */
-static const uint8_t moe__int6_bf16_hi[64] = {
-    0x00, 0x3F, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
-    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
-    0xC2, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1,
-    0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC1, 0xC0, 0xC0, 0xC0, 0xC0, 0xC0, 0xC0, 0xBF};
-static const uint8_t moe__int6_bf16_lo[64] = {
-    0x00, 0x80, 0x00, 0x40, 0x80, 0xA0, 0xC0, 0xE0, 0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70,
-    0x80, 0x88, 0x90, 0x98, 0xA0, 0xA8, 0xB0, 0xB8, 0xC0, 0xC8, 0xD0, 0xD8, 0xE0, 0xE8, 0xF0, 0xF8,
-    0x00, 0xF8, 0xF0, 0xE8, 0xE0, 0xD8, 0xD0, 0xC8, 0xC0, 0xB8, 0xB0, 0xA8, 0xA0, 0x98, 0x90, 0x88,
-    0x80, 0x70, 0x60, 0x50, 0x40, 0x30, 0x20, 0x10, 0x00, 0xE0, 0xC0, 0xA0, 0x80, 0x40, 0x00, 0x80};
-static const uint8_t moe__e2m1_bf16_hi[16] = {0x00, 0x3F, 0x3F, 0x3F, 0x40, 0x40, 0x40, 0x40,
-                                              0x80, 0xBF, 0xBF, 0xBF, 0xC0, 0xC0, 0xC0, 0xC0};
-static const uint8_t moe__e2m1_bf16_lo[16] = {0x00, 0x00, 0x80, 0xC0, 0x00, 0x40, 0x80, 0xC0,
-                                              0x00, 0x00, 0x80, 0xC0, 0x00, 0x40, 0x80, 0xC0};
-
-/* 64 bf16 high and low bytes -> two lines of (a): unpacking works within 16-byte blocks, which
- * layout (b) already accounts for. */
-MOE__AVX512_BASE MOE__INLINE void moe__store_bf16_pair(uint8_t *out, __m512i lo, __m512i hi) {
-  _mm512_store_si512(out, _mm512_unpacklo_epi8(lo, hi));
-  _mm512_store_si512(out + 64, _mm512_unpackhi_epi8(lo, hi));
-}
+/* bf16 of the 4-bit values, 16 entries twice for vpermw: int4 codes 0..15 and e2m1 (sign in bit 3);
+ * and of int4 q - zero as a 5-bit index (-15..15, two's complement). */
+static const uint16_t moe__u4_bf16[32] = {
+    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170,
+    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170};
+static const uint16_t moe__int5_bf16[32] = {
+    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170,
+    0xC180, 0xC170, 0xC160, 0xC150, 0xC140, 0xC130, 0xC120, 0xC110, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080, 0xC040, 0xC000, 0xBF80};
+static const uint16_t moe__e2m1_bf16[32] = {
+    0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0,
+    0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0};
 
 /* FP8 lines l0..l1-1 (layout (b)) -> 128 bytes of bf16 (a) each. */
-MOE__AVX512_VBMI void moe__decode_fp8(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out) {
-  const __m512i h0 = _mm512_loadu_si512(moe__e4m3_bf16_hi), h1 = _mm512_loadu_si512(moe__e4m3_bf16_hi + 64);
-  const __m512i lo0 = _mm512_loadu_si512(moe__e4m3_bf16_lo), lo1 = _mm512_loadu_si512(moe__e4m3_bf16_lo + 64);
-  const __m512i sign = _mm512_set1_epi8((char)0x80);
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__decode_fp8(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out,
+                                                      const moe__tables *t) {
   for (int64_t l = l0; l < l1; l++, out += 128) {
-    __m512i v = _mm512_load_si512(codes + 64 * l);
-    __m512i hi = _mm512_permutex2var_epi8(h0, v, h1), lo = _mm512_permutex2var_epi8(lo0, v, lo1);
-    moe__store_bf16_pair(out, lo, _mm512_ternarylogic_epi32(hi, v, sign, 0xF8)); /* hi | (v & sign) */
+    __m512bh c0, c1;
+    moe__fp8_line(codes + 64 * l, t, &c0, &c1);
+    _mm512_store_si512(out, (__m512i)c0), _mm512_store_si512(out + 64, (__m512i)c1);
   }
 }
 
-/* 4-bit lines l0..l1-1 (layout (c)) -> 256 bytes of bf16 (a) each (pair k0 k1, then k2 k3): the
- * codes minus `zero` (each byte's column's zero point; 0 for MXFP4) through a 64-entry table. */
-MOE__AVX512_VBMI void moe__decode_4bit(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out, __m512i tab_hi,
-                                      __m512i tab_lo, __m512i zero) {
-  const __m512i m4 = _mm512_set1_epi8(15);
-  for (int64_t l = l0; l < l1; l++, out += 256) {
-    __m512i v = _mm512_load_si512(codes + 64 * l);
-    __m512i q0 = _mm512_sub_epi8(_mm512_and_si512(v, m4), zero);
-    __m512i q1 = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), zero);
-    moe__store_bf16_pair(out, _mm512_permutexvar_epi8(q0, tab_lo), _mm512_permutexvar_epi8(q0, tab_hi));
-    moe__store_bf16_pair(out + 128, _mm512_permutexvar_epi8(q1, tab_lo), _mm512_permutexvar_epi8(q1, tab_hi));
+/* 4-bit k-groups l0..l1-1 (2 lines each, layout (c)) -> 4 pairs x 128 bytes of bf16 (a) each. */
+MOE__AVX512_BASE void moe__decode_4bit(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out, const moe__tables *t,
+                                      const __m512i *zero) {
+  for (int64_t l = l0; l < l1; l++, out += 512) {
+    __m512i c0 = _mm512_load_si512(codes + 128 * l), c1 = _mm512_load_si512(codes + 128 * l + 64);
+    for (int j = 0; j < 4; j++) {
+      __m512bh d0 = zero ? moe__b4_pair_zero(c0, j, zero[0], t->lo0) : moe__b4_pair(c0, j, t->hi0);
+      __m512bh d1 = zero ? moe__b4_pair_zero(c1, j, zero[1], t->lo0) : moe__b4_pair(c1, j, t->hi0);
+      _mm512_store_si512(out + 128 * j, (__m512i)d0), _mm512_store_si512(out + 128 * j + 64, (__m512i)d1);
+    }
   }
 }
 
 /* W4A8 lines l0..l1-1 (layout (d)) -> 128 bytes of u8 codes (a) each. */
 MOE__AVX512_BASE void moe__decode_u4a8(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out) {
-  const __m512i m4 = _mm512_set1_epi8(15);
   for (int64_t l = l0; l < l1; l++, out += 128) {
-    __m512i v = _mm512_load_si512(codes + 64 * l);
-    _mm512_store_si512(out, _mm512_and_si512(v, m4));
-    _mm512_store_si512(out + 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+    __m512i c0, c1;
+    moe__q4_line(codes + 64 * l, &c0, &c1);
+    _mm512_store_si512(out, c0), _mm512_store_si512(out + 64, c1);
   }
 }
 
 /* Scale group gi of one panel: f32 scales of its two 16-column vectors (e8m0: 2^(e-127), e = 0 the
- * subnormal 2^-127, e = 255 NaN); the zero points as int32 and, for the 4-bit decoder, as the zero
- * of each byte's column in layout (b). */
-MOE__AVX512_VBMI MOE__INLINE void moe__group_meta_avx512(moe_precision p, const moe_gemm_args *g, const uint8_t *panel,
-                                                        int64_t gi, float *scale, int32_t *zero, __m512i *zero_bytes) {
+ * subnormal 2^-127, e = 255 NaN) and the zero points, as int32 and as the words of layout (c) (each
+ * column's zero in both of its words). */
+MOE__AVX512_BASE MOE__INLINE void moe__group_meta_avx512(moe_precision p, const moe_gemm_args *g, const uint8_t *panel,
+                                                        int64_t gi, float *scale, int32_t *zero, __m512i *zero_words) {
   const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);
   int64_t ng = moe__cdiv(g->kred, g->kgroup);
-  if (moe__meta_of(p) == MOE__META_E8M0) {
-    for (int h = 0; h < 2; h++) {
-      __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(meta + (size_t)gi * MOE_NR + 16 * h)));
+  for (int h = 0; h < 2; h++) {
+    const __m128i *at = (const __m128i *)(const void *)(meta + (size_t)gi * MOE_NR + 16 * h);
+    if (moe__meta_of(p) == MOE__META_E8M0) {
+      __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(at));
       __m512i bits = _mm512_slli_epi32(e, 23);
       bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
       bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7FC00000));
       _mm512_store_ps(scale + 16 * h, _mm512_castsi512_ps(bits));
+      continue;
     }
-    return;
-  }
-  memcpy(scale, meta + 4 * (size_t)gi * MOE_NR, MOE_NR * sizeof(float));
-  if (moe__meta_of(p) == MOE__META_GROUP) {
-    const uint8_t *z = meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR;
-    __m512i z32 = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(const void *)z));
-    /* byte b of a (b) line holds column 4(b/16) + (b%8)/2, + 16 when b%16 >= 8 */
-    const __m512i col = _mm512_set_epi8(31, 31, 30, 30, 29, 29, 28, 28, 15, 15, 14, 14, 13, 13, 12, 12,
-                                        27, 27, 26, 26, 25, 25, 24, 24, 11, 11, 10, 10, 9, 9, 8, 8,
-                                        23, 23, 22, 22, 21, 21, 20, 20, 7, 7, 6, 6, 5, 5, 4, 4,
-                                        19, 19, 18, 18, 17, 17, 16, 16, 3, 3, 2, 2, 1, 1, 0, 0);
-    *zero_bytes = _mm512_permutexvar_epi8(col, z32);
-    _mm512_store_si512(zero, _mm512_cvtepu8_epi32(_mm512_castsi512_si128(z32)));
-    _mm512_store_si512(zero + 16, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(_mm512_castsi512_si256(z32), 1)));
+    memcpy(scale + 16 * h, meta + 4 * ((size_t)gi * MOE_NR + 16 * (size_t)h), 16 * sizeof(float));
+    if (moe__meta_of(p) == MOE__META_GROUP) {
+      __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 +
+                                                                                        (size_t)gi * MOE_NR + 16 * h)));
+      _mm512_store_si512(zero + 16 * h, z);
+      zero_words[h] = _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
+    }
   }
 }
 
@@ -5079,8 +7675,8 @@ typedef struct moe__chunks {
   MOE__ALIGN64 int32_t part[MOE_BLOCK_M * 64];
   MOE__ALIGN64 float scale[64];
   MOE__ALIGN64 int32_t zero[64];
+  __m512i zero_words[4];
   int32_t asum[MOE_BLOCK_M];
-  __m512i zero_bytes[2];
 } moe__chunks;
 
 /* The epilogue from the totals (A8: times the row scale): gemm1 act -> c, gemm2 (+ bias) * weight
@@ -5104,26 +7700,53 @@ MOE__AVX512_BASE MOE__INLINE void moe__chunks_prefetch(const moe_gemm_args *g, s
   for (; *done < want; *done += 64) _mm_prefetch((const char *)g->w_next + *done, _MM_HINT_T1);
 }
 
+/* The decoder's tables for precision p. */
+static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
+  memset(t, 0, sizeof *t);
+  if (p == MOE_PREC_FP8) {
+    memcpy(&t->hi0, moe__e4m3_bf16_hi, 64), memcpy(&t->hi1, moe__e4m3_bf16_hi + 64, 64);
+    memcpy(&t->lo0, moe__e4m3_bf16_lo, 64), memcpy(&t->lo1, moe__e4m3_bf16_lo + 64, 64);
+  } else {
+    memcpy(&t->hi0, p == MOE_PREC_MXFP4 ? moe__e2m1_bf16 : moe__u4_bf16, 64);
+    memcpy(&t->lo0, moe__int5_bf16, 64);
+  }
+}
+
+/* The tiles of one chunk: direct (codes decoded in registers; calls of at most 4 rows), or over
+ * the decoded lines. */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_tiles(moe_precision p, const moe_gemm_args *g, const moe__chunk *ck,
+                                                     int gemm1, int np, int direct) {
+  const int kind = gemm1 ? 0 : np == 2 ? 1 : 2;
+  if (direct) {
+    if (p == MOE_PREC_FP8) kind == 0 ? moe__fp8_gemm1_drows(g, ck) : kind == 1 ? moe__fp8_gemm2x2_drows(g, ck) : moe__fp8_gemm2_drows(g, ck);
+    else if (moe__is_a8(p)) kind == 0 ? moe__q4_gemm1_drows(g, ck) : kind == 1 ? moe__q4_gemm2x2_drows(g, ck) : moe__q4_gemm2_drows(g, ck);
+    else if (p == MOE_PREC_INT4_W4A16) kind == 0 ? moe__i4_gemm1_drows(g, ck) : kind == 1 ? moe__i4_gemm2x2_drows(g, ck) : moe__i4_gemm2_drows(g, ck);
+    else kind == 0 ? moe__b4_gemm1_drows(g, ck) : kind == 1 ? moe__b4_gemm2x2_drows(g, ck) : moe__b4_gemm2_drows(g, ck);
+  } else if (moe__is_a8(p)) {
+    kind == 0 ? moe__dq4_gemm1_crows(g, ck) : kind == 1 ? moe__dq4_gemm2x2_crows(g, ck) : moe__dq4_gemm2_crows(g, ck);
+  } else {
+    kind == 0 ? moe__dbf16_gemm1_crows(g, ck) : kind == 1 ? moe__dbf16_gemm2x2_crows(g, ck) : moe__dbf16_gemm2_crows(g, ck);
+  }
+}
+
 /* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
- * panels, gemm2 over one or two panels, chunk by chunk:
- *   for each chunk [k0, k1) of a scale group:  decode it (every panel)  ->  every row tile over it */
-MOE__AVX512_LOWBIT MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1,
-                                                              moe__chunks *cs) {
-  const int a8 = moe__is_a8(p), np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+ * panels, gemm2 over one or two panels, k range by k range inside the scale groups:
+ *   up to 4 rows (decode):  per group, the direct tiles decode each code line in registers
+ *   more rows (prefill):    per chunk, decode it (every panel) into L1, then every row tile over it */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1,
+                                                           moe__chunks *cs) {
+  const int a8 = moe__is_a8(p), np = gemm1 || g->nr > MOE_NR ? 2 : 1, direct = g->mr <= 4;
   const int32_t kr = moe__kr(p);
-  const int64_t kg = g->kgroup, kc = a8 ? 2 * MOE__KC : MOE__KC;
-  __m512i tab_hi = _mm512_loadu_si512(moe__int6_bf16_hi), tab_lo = _mm512_loadu_si512(moe__int6_bf16_lo);
+  const int64_t kg = g->kgroup, kc = direct ? kg : a8 ? 2 * MOE__KC : MOE__KC;
+  moe__tables tab;
   moe__chunk ck;
   size_t prefetched = 0;
-  if (p == MOE_PREC_MXFP4) {
-    tab_hi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)moe__e2m1_bf16_hi));
-    tab_lo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)moe__e2m1_bf16_lo));
-  }
+  moe__tables_of(p, &tab);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
   memset(cs->tot, 0, (size_t)g->mr * 64 * sizeof(float));
-  cs->zero_bytes[0] = cs->zero_bytes[1] = _mm512_setzero_si512();
-  ck.w0 = cs->lines[0], ck.w1 = cs->lines[1];
+  ck.w0 = direct ? g->w : cs->lines[0], ck.w1 = direct ? g->w + g->panel_bytes : cs->lines[1];
   ck.scale = cs->scale, ck.zero = cs->zero, ck.asum = cs->asum, ck.part = cs->part, ck.tot = cs->tot;
+  ck.tab = &tab, ck.zero_words = cs->zero_words;
   for (int64_t k0 = 0, k1; k0 < g->kred; k0 = k1) {
     const int64_t g0 = k0 / kg * kg, gend = g0 + kg < g->kred ? g0 + kg : g->kred;
     k1 = k0 / kr * kr + kc < gend ? k0 / kr * kr + kc : gend;
@@ -5131,56 +7754,40 @@ MOE__AVX512_LOWBIT MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, con
     if (ck.first) {
       for (int q = 0; q < np; q++)
         moe__group_meta_avx512(p, g, g->w + (size_t)q * g->panel_bytes, k0 / kg, cs->scale + 32 * q, cs->zero + 32 * q,
-                               &cs->zero_bytes[q]);
-      if (a8)
-        for (int32_t r = 0; r < g->mr; r++) cs->asum[r] = moe__sum_s8((const uint8_t *)g->a[r] + g0, gend - g0);
+                               cs->zero_words + 2 * q);
+      for (int32_t r = 0; r < g->mr && a8; r++) cs->asum[r] = moe__sum_s8((const uint8_t *)g->a[r] + g0, gend - g0);
     }
-    for (int q = 0; q < np; q++) {
+    for (int q = 0; q < np && !direct; q++) {
       const uint8_t *codes = g->w + (size_t)q * g->panel_bytes;
-      if (p == MOE_PREC_FP8) moe__decode_fp8(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q]);
+      if (p == MOE_PREC_FP8) moe__decode_fp8(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q], &tab);
       else if (a8) moe__decode_u4a8(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q]);
-      else moe__decode_4bit(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q], tab_hi, tab_lo, cs->zero_bytes[q]);
+      else moe__decode_4bit(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q], &tab,
+                            p == MOE_PREC_INT4_W4A16 ? cs->zero_words + 2 * q : NULL);
     }
-    if (a8) {
-      if (gemm1) moe__dq4_gemm1_crows(g, &ck);
-      else if (np == 2) moe__dq4_gemm2x2_crows(g, &ck);
-      else moe__dq4_gemm2_crows(g, &ck);
-    } else {
-      if (gemm1) moe__dbf16_gemm1_crows(g, &ck);
-      else if (np == 2) moe__dbf16_gemm2x2_crows(g, &ck);
-      else moe__dbf16_gemm2_crows(g, &ck);
-    }
+    moe__lowbit_tiles(p, g, &ck, gemm1, np, direct);
     moe__chunks_prefetch(g, &prefetched, k1);
   }
   moe__chunks_store(g, cs->tot, gemm1, np, a8);
 }
 
 /* The kernels of the list: gemm1 tiles of 5 rows x (32 gate + 32 up) columns; gemm2 5 x 64 while
- * nr > 32, else 12 x 32; each over decoded chunks. */
-#define MOE__LOWBIT_UKERNELS(fam, tile1, tile2, sfx, prec)                                                   \
-  MOE__AVX512_LOWBIT void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {            \
+ * nr > 32, else 12 x 32; each over decoded chunks (or direct, up to 4 rows). */
+#define MOE__LOWBIT_UKERNELS(attr, fam, tile1, tile2, sfx, prec)                                             \
+  attr void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {                             \
     moe__chunks cs;                                                                                          \
     moe__lowbit_gemm_avx512(prec, g, 1, &cs);                                                                \
   }                                                                                                          \
-  MOE__AVX512_LOWBIT void moe_##fam##_gemm2_ukernel_##tile2##__##sfx(const moe_gemm_args *g) {            \
+  attr void moe_##fam##_gemm2_ukernel_##tile2##__##sfx(const moe_gemm_args *g) {                             \
     moe__chunks cs;                                                                                          \
     moe__lowbit_gemm_avx512(prec, g, 0, &cs);                                                                \
   }
-MOE__LOWBIT_UKERNELS(bf16_fp8w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_FP8)
-MOE__LOWBIT_UKERNELS(bf16_qc4w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_INT4_W4A16)
-MOE__LOWBIT_UKERNELS(bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_MXFP4)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_FP8, bf16_fp8w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_FP8)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_qc4w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_INT4_W4A16)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_MXFP4)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 5x32c4, 5x64c4_12x32c4, avx512vnni, MOE_PREC_INT4_W4A8)
 #undef MOE__LOWBIT_UKERNELS
-MOE__AVX512_LOWBIT void moe_qu8_qc4w_gemm1_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) {
-  moe__chunks cs;
-  moe__lowbit_gemm_avx512(MOE_PREC_INT4_W4A8, g, 1, &cs);
-}
-MOE__AVX512_LOWBIT void moe_qu8_qc4w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(const moe_gemm_args *g) {
-  moe__chunks cs;
-  moe__lowbit_gemm_avx512(MOE_PREC_INT4_W4A8, g, 0, &cs);
-}
 
 /* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
-static inline __mmask16 moe__tail_mask(int64_t left) { return (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1); }
 
 /* moe_quantize_row_u8 with the same bits: amax (NaN sticks), scale, x / scale rounded half to even. */
 MOE__AVX512_BASE float moe__quantize_row_u8_avx512(const float *x, int64_t n, uint8_t *q) {
@@ -5283,15 +7890,14 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
 #define MOE__AVX512_BF16_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)
 #define MOE__AVX512_VNNI_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)
 #define MOE__AVX512_BF16_VBMI_FEATURES (MOE__AVX512_BF16_FEATURES | MOE_CPU_AVX512VBMI)
-#define MOE__AVX512_VNNI_VBMI_FEATURES (MOE__AVX512_VNNI_FEATURES | MOE_CPU_AVX512VBMI)
 #define MOE__KERNEL_LIST(X)                                                                                        \
   MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
   MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
   MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_SCALAR, qu8_qc8w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar"))    \
   MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_SCALAR, bf16_fp8w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))     \
   MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_SCALAR, qu8_qc4w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar")) \
-  MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_SCALAR, bf16_qc4w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar")) \
-  MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_SCALAR, bf16_mxfp4w, 32x32c4, 32x64c4, scalar, 32, 32, 4, 32, 64, 0, "scalar")) \
+  MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_SCALAR, bf16_qc4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
+  MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_SCALAR, bf16_mxfp4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
   MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
@@ -5301,11 +7907,11 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
   MOE__IF_AVX512(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX512, bf16_fp8w, 5x32c2, 5x64c2_12x32c2, avx512bf16,             \
                                5, 32, 2, 5, 64, MOE__AVX512_BF16_VBMI_FEATURES, "vdpbf16ps")))                        \
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX512, qu8_qc4w, 5x32c4, 5x64c4_12x32c4, avx512vnni,       \
-                                5, 32, 4, 5, 64, MOE__AVX512_VNNI_VBMI_FEATURES, "vpdpbusd")))                        \
+                                5, 32, 4, 5, 64, MOE__AVX512_VNNI_FEATURES, "vpdpbusd")))                             \
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,     \
-                                5, 32, 2, 5, 64, MOE__AVX512_BF16_VBMI_FEATURES, "vdpbf16ps")))                       \
+                                5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,       \
-                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_VBMI_FEATURES, "vdpbf16ps")))
+                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))
 
 #if MOE__ON_BF16
 #define MOE__IF_BF16(x) x

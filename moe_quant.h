@@ -78,8 +78,8 @@ typedef enum moe_dtype {
   X(MOE_PREC_INT8, 2, "int8", I8, I8, 4, 1, CHANNEL, MOE__ON_INT8)                                    \
   X(MOE_PREC_FP8, 3, "fp8", E4M3, E4M3, 2, 0, BLOCK, MOE__ON_FP8)                                     \
   X(MOE_PREC_INT4_W4A8, 4, "int4-w4a8", U4, U4, 4, 1, GROUP, MOE__ON_INT4)                            \
-  X(MOE_PREC_INT4_W4A16, 5, "int4-w4a16", U4, U4, 4, 0, GROUP, MOE__ON_INT4)                          \
-  X(MOE_PREC_MXFP4, 6, "mxfp4", E2M1, E2M1, 4, 0, E8M0, MOE__ON_MXFP4)
+  X(MOE_PREC_INT4_W4A16, 5, "int4-w4a16", U4, U4, 8, 0, GROUP, MOE__ON_INT4)                          \
+  X(MOE_PREC_MXFP4, 6, "mxfp4", E2M1, E2M1, 8, 0, E8M0, MOE__ON_MXFP4)
 
 /* What each precision is (weights, activations, compute):
  *   bf16        bf16 weights, bf16 activations, f32 accumulation

@@ -156,11 +156,131 @@ def chunk_tile(prec, kind, mr):
 def chunk_rows(prec, kind):
     p, k, n = prec["name"], kind["name"], kind["rows"]
     out = [f"/* {p} {k} chunk over any mr: tiles of {n} rows, then the rest */",
-           f"{prec['attr'].replace('_FN', '')} void moe__{p}_{k}_crows(const moe_gemm_args *g, const moe__chunk *ck) {{",
+           f"{prec['attr']} void moe__{p}_{k}_crows(const moe_gemm_args *g, const moe__chunk *ck) {{",
            f"  for (int32_t r0 = 0; r0 < g->mr; r0 += {n}) {{",
            f"    switch (g->mr - r0 < {n} ? g->mr - r0 : {n}) {{"]
     out += [f"    case {m}: moe__{p}_{k}_ctile_{m}(g, r0, ck); break;" for m in range(1, n)]
     out += [f"    default: moe__{p}_{k}_ctile_{n}(g, r0, ck); break;", "    }", "  }", "}"]
+    return out
+
+
+# Direct tiles (decode regime, a call of at most 4 rows): the codes are decoded in registers at
+# each k step, so every weight byte is read once and its decode overlaps the dot products. One
+# call per scale group (moe__chunk with first = last = 1).
+DIRECT = [
+    dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
+    dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
+    dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True),
+    dict(name="q4", kr=4, vec="__m512i", attr="MOE__AVX512_VNNI_FN", pairs=0),
+]
+
+
+def direct_step(fam, kind, mr, bcast, index, acc):
+    """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
+    decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
+    (vector 2p + h: panel p, columns 16h..16h+15)."""
+    np, f = kind["panels"], fam["name"]
+    out = [f"    {{ const int64_t i_ = {index};"]
+    if f == "fp8":
+        for p in range(np):
+            out.append(f"    __m512bh v{p}0, v{p}1;")
+            out.append(f"    moe__fp8_line(w{p} + 64 * (size_t)i_, &t, &v{p}0, &v{p}1);")
+    elif f == "q4":
+        for p in range(np):
+            out.append(f"    __m512i v{p}0, v{p}1;")
+            out.append(f"    moe__q4_line(w{p} + 64 * (size_t)i_, &v{p}0, &v{p}1);")
+    else:
+        out.append("    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";")
+    for j in range(max(fam["pairs"], 1)):
+        if fam["pairs"] == 4:
+            out.append("    {")
+            if fam.get("zero"):
+                out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, ck->zero_words[{2 * p + h}], t)" for p in range(np) for h in range(2)) + ";")
+            else:
+                out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair(l{p}{h}, {j}, t)" for p in range(np) for h in range(2)) + ";")
+        c = acc(j)
+        for r in range(mr):
+            if f == "q4":
+                a = f"_mm512_xor_si512({bcast(r, j)}, _mm512_set1_epi8((char)0x80))"
+                dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbusd({c}{2 * p + h}_{r}, v{p}{h}, a);" for p in range(np) for h in range(2))
+                out.append(f"    {{ const __m512i a = {a}; {dots} }}")
+            else:
+                dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbf16({c}{2 * p + h}_{r}, a, v{p}{h});" for p in range(np) for h in range(2))
+                out.append(f"    {{ const __m512bh a = (__m512bh){bcast(r, j)}; {dots} }}")
+        if fam["pairs"] == 4:
+            out.append("    }")
+    out.append("    }")
+    return out
+
+
+def direct_tile(fam, kind, mr):
+    """Each row's f32 sums run in the order of the chunk tiles' (one chain per output, k ascending),
+    so a row's bits do not depend on the rows beside it. W4A8's exact int32 sums of 1 row run in two
+    sets (even and odd steps) that would otherwise wait on vpdpbusd's latency."""
+    f, k, kr = fam["name"], kind["name"], fam["kr"]
+    nacc = 2 * kind["panels"]
+    a16 = fam["pairs"] != 0
+    sfx = "ps" if a16 else "epi32"
+    by_pair = False
+    by_step = f == "q4" and mr == 1
+    out = [f"/* {f} {k} direct, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
+           f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_dtile_{mr}(const moe_gemm_args *g, const moe__chunk *ck) {{",
+           "  const uint8_t *w0 = ck->w0" + (", *w1 = ck->w1;" if kind["panels"] == 2 else ";"),
+           "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[{r}]" for r in range(mr)) + ";",
+           f"  const int64_t lo = (ck->k0 + {kr - 1}) / {kr}, hi = ck->k1 / {kr}, s1 = (ck->k1 + {kr - 1}) / {kr};"]
+    if f == "fp8":
+        out.append("  const moe__tables t = *ck->tab;")
+        out.append(f"  const int64_t s0 = ck->k0 / {kr};")
+    elif fam["pairs"] == 4:
+        out.append(f"  const __m512i t = ck->tab->{'lo0' if fam.get('zero') else 'hi0'};")
+    zero = "_mm512_setzero_ps()" if a16 else "_mm512_setzero_si512()"
+    for r in range(mr):
+        out.append(f"  {'__m512' if a16 else '__m512i'} " + ", ".join(f"c{v}_{r} = moe__chunk_in_{sfx}(ck, {r}, {v})" for v in range(nacc)) + ";")
+        if by_pair or by_step:
+            out.append(f"  {'__m512' if a16 else '__m512i'} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
+    if fam["pairs"] == 4:  # pair j of step i is pair 4i + j
+        full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
+        rng = lambda r, j: f"moe__bcast_range(a{r}, 4 * i_ + {j}, ck->k0, ck->k1, 2, 2, 0)"
+    elif f == "fp8":
+        full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
+        rng = lambda r, j: f"moe__bcast_range(a{r}, i_, ck->k0, ck->k1, 2, 2, 0)"
+    else:
+        full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
+        rng = lambda r, j: f"moe__bcast_range(a{r}, i_, ck->k0, ck->k1, 4, 1, 0x80)"
+    acc = (lambda j: "d" if j % 2 else "c") if by_pair else (lambda j: "c")
+    if f == "fp8":  # blocks of any bk: a pair may straddle two blocks
+        out.append("  if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
+        out += direct_step(fam, kind, mr, rng, "s0", acc)
+    if by_step:
+        out.append("  int64_t i = lo;")
+        out.append("  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
+        out += direct_step(fam, kind, mr, full, "i", lambda j: "c")
+        out += direct_step(fam, kind, mr, full, "i + 1", lambda j: "d")
+        out.append("  }")
+        out.append("  if (i < hi)")
+        out += direct_step(fam, kind, mr, full, "i", acc)
+    else:
+        out.append("  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
+        out += direct_step(fam, kind, mr, full, "i", acc)
+    out.append("  if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
+    out += direct_step(fam, kind, mr, rng, "hi", acc)
+    if by_pair or by_step:
+        add = "_mm512_add_ps" if a16 else "_mm512_add_epi32"
+        for r in range(mr):
+            out.append("  " + " ".join(f"c{v}_{r} = {add}(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
+    for r in range(mr):
+        out.append("  " + " ".join(f"moe__chunk_out_{sfx}(ck, {r}, {v}, c{v}_{r});" for v in range(nacc)))
+    out.append("}")
+    return out
+
+
+def direct_rows(fam, kind):
+    f, k = fam["name"], kind["name"]
+    out = [f"/* {f} {k} direct over mr 1..4 rows */",
+           f"{fam['attr']} void moe__{f}_{k}_drows(const moe_gemm_args *g, const moe__chunk *ck) {{",
+           "  switch (g->mr) {"]
+    out += [f"  case {m}: moe__{f}_{k}_dtile_{m}(g, ck); break;" for m in range(1, 4)]
+    out += [f"  default: moe__{f}_{k}_dtile_4(g, ck); break;", "  }", "}"]
     return out
 
 
@@ -176,6 +296,11 @@ def generate():
             for mr in range(1, kind["rows"] + 1):
                 out += chunk_tile(prec, kind, mr) + [""]
             out += chunk_rows(prec, kind) + [""]
+    for fam in DIRECT:
+        for kind in KINDS:
+            for mr in range(1, 5):
+                out += direct_tile(fam, kind, mr) + [""]
+            out += direct_rows(fam, kind) + [""]
     return BEGIN + "\n".join(out) + END
 
 
