@@ -965,27 +965,28 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
   return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(a_scale)), col_scale);
 }
 
-/* ---- chunks of decoded low-bit lines ------------------------------------------------------------
- * FP8, INT4 and MXFP4 kernels decode one chunk of k of their panels at a time into L1 (lines of
- * layout (a): bf16 pairs, or W4A8's unsigned int8 quads) and run every row tile of the call over
- * it, so a panel is decoded once per call however many rows it has. A chunk lies inside one scale
- * group; each tile's sums start at zero (or from `part`, when a group spans several chunks) and
- * at the group's end are scaled into `tot`:  tot[r][c] = fma(sum, scale[c], tot[r][c]).
+/* ---- the low-bit tiles ---------------------------------------------------------------------------
+ * FP8, INT4 and MXFP4 tiles decode their codes in registers at every k step (byte permutes: layouts
+ * (b)-(d)) into bf16 pairs or W4A8's unsigned int8 quads, and run the dot products of up to 4 rows
+ * on them. A call runs group by group (one scale group of k at a time) and tile by tile; a tile's
+ * sums start at zero and at the group's end are scaled into the totals:
+ *   tot[r][c] = fma(sum, scale[c], tot[r][c])
+ * so every row's bits are the same whatever rows share its tile. The decode is redone per tile
+ * from cache: measured on Zen 5, a 4-row tile keeps the dot-product units as busy as decoding
+ * once into an L1 scratch and reading it back (which costs a store and a load per vector).
  * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
  * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
  * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
-typedef struct moe__chunk {
-  const uint8_t *w0, *w1;   /* decoded lines of the panels, from the line of k0 (k0 / KR)        */
-  int64_t k0, k1;           /* the chunk: k0 <= k < k1, inside one scale group                  */
-  int first, last;          /* the chunk starts / ends its group                                */
-  const float *scale;       /* [4][16]: the group scale of each 16-column vector of the tile    */
-  const int32_t *zero;      /* W4A8: [4][16] zero points                                        */
-  const int32_t *asum;      /* W4A8: [mr] sums of (a - 128) over the group                      */
-  void *part;               /* [MOE_BLOCK_M][64]: sums carried between chunks of one group     */
-  float *tot;               /* [MOE_BLOCK_M][64]: the dequantized sums of the finished groups   */
-  const struct moe__tables *tab; /* direct tiles: the decoder's tables                          */
-  const __m512i *zero_words;     /* direct W4A16 tiles: [4] the group's zero of each code word  */
-} moe__chunk;
+typedef struct moe__group {
+  const uint8_t *w0, *w1;        /* the panels' codes                                           */
+  int64_t k0, k1;                /* the group: k0 <= k < k1                                     */
+  const float *scale;            /* [4][16]: the group scale of each 16-column vector          */
+  const int32_t *zero;           /* W4A8: [4][16] zero points                                   */
+  const int32_t *asum;           /* W4A8: [mr] sums of (a - 128) over the group                 */
+  float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
+  const struct moe__tables *tab; /* the decoder's tables                                        */
+  const __m512i *zero_words;     /* W4A16: [4] the group's zero point of each code word         */
+} moe__group;
 
 /* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
  * bf16 words of their 16 values, twice (hi0), and for int4 in L1 those of q - zero (lo0). */
@@ -1036,27 +1037,16 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_range(const uint8_t *a, int64_t 
   return _mm512_set1_epi32((int)moe__load_u32(b));
 }
 
-MOE__AVX512_BASE MOE__INLINE __m512 moe__chunk_in_ps(const moe__chunk *ck, int32_t r, int v) {
-  return ck->first ? _mm512_setzero_ps() : _mm512_load_ps((const float *)ck->part + 64 * r + 16 * v);
-}
-MOE__AVX512_BASE MOE__INLINE __m512i moe__chunk_in_epi32(const moe__chunk *ck, int32_t r, int v) {
-  return ck->first ? _mm512_setzero_si512() : _mm512_load_si512((const int32_t *)ck->part + 64 * r + 16 * v);
-}
-MOE__AVX512_BASE MOE__INLINE void moe__chunk_total(const moe__chunk *ck, int32_t r, int v, __m512 sum) {
+MOE__AVX512_BASE MOE__INLINE void moe__group_total(const moe__group *ck, int32_t r, int v, __m512 sum) {
   float *t = ck->tot + 64 * r + 16 * v;
   _mm512_store_ps(t, _mm512_fmadd_ps(sum, _mm512_load_ps(ck->scale + 16 * v), _mm512_load_ps(t)));
 }
-MOE__AVX512_BASE MOE__INLINE void moe__chunk_out_ps(const moe__chunk *ck, int32_t r, int v, __m512 acc) {
-  if (ck->last) moe__chunk_total(ck, r, v, acc);
-  else _mm512_store_ps((float *)ck->part + 64 * r + 16 * v, acc);
+MOE__AVX512_BASE MOE__INLINE void moe__group_out_ps(const moe__group *ck, int32_t r, int v, __m512 acc) {
+  moe__group_total(ck, r, v, acc);
 }
-MOE__AVX512_BASE MOE__INLINE void moe__chunk_out_epi32(const moe__chunk *ck, int32_t r, int v, __m512i acc) {
-  if (ck->last) {
-    __m512i zsum = _mm512_mullo_epi32(_mm512_load_si512(ck->zero + 16 * v), _mm512_set1_epi32(ck->asum[r]));
-    moe__chunk_total(ck, r, v, _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, zsum)));
-  } else {
-    _mm512_store_si512((int32_t *)ck->part + 64 * r + 16 * v, acc);
-  }
+MOE__AVX512_BASE MOE__INLINE void moe__group_out_epi32(const moe__group *ck, int32_t r, int v, __m512i acc) {
+  __m512i zsum = _mm512_mullo_epi32(_mm512_load_si512(ck->zero + 16 * v), _mm512_set1_epi32(ck->asum[r]));
+  moe__group_total(ck, r, v, _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, zsum)));
 }
 
 /* Each tile height is its own function (a compile-time MR, never inlined back into one). */
@@ -2907,2082 +2897,14 @@ MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
   }
 }
 
-/* dbf16 gemm1 chunk, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-}
-
-/* dbf16 gemm1 chunk, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-}
-
-/* dbf16 gemm1 chunk, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
-}
-
-/* dbf16 gemm1 chunk, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
-}
-
-/* dbf16 gemm1 chunk, 5 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm1_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1), c2_4 = moe__chunk_in_ps(ck, r0 + 4, 2), c3_4 = moe__chunk_in_ps(ck, r0 + 4, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4); moe__chunk_out_ps(ck, r0 + 4, 2, c2_4); moe__chunk_out_ps(ck, r0 + 4, 3, c3_4);
-}
-
-/* dbf16 gemm1 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_BF16_FN void moe__dbf16_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
-    case 1: moe__dbf16_gemm1_ctile_1(g, r0, ck); break;
-    case 2: moe__dbf16_gemm1_ctile_2(g, r0, ck); break;
-    case 3: moe__dbf16_gemm1_ctile_3(g, r0, ck); break;
-    case 4: moe__dbf16_gemm1_ctile_4(g, r0, ck); break;
-    default: moe__dbf16_gemm1_ctile_5(g, r0, ck); break;
-    }
-  }
-}
-
-/* dbf16 gemm2x2 chunk, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-}
-
-/* dbf16 gemm2x2 chunk, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-}
-
-/* dbf16 gemm2x2 chunk, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
-}
-
-/* dbf16 gemm2x2 chunk, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
-}
-
-/* dbf16 gemm2x2 chunk, 5 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2x2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1), c2_0 = moe__chunk_in_ps(ck, r0 + 0, 2), c3_0 = moe__chunk_in_ps(ck, r0 + 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1), c2_1 = moe__chunk_in_ps(ck, r0 + 1, 2), c3_1 = moe__chunk_in_ps(ck, r0 + 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1), c2_2 = moe__chunk_in_ps(ck, r0 + 2, 2), c3_2 = moe__chunk_in_ps(ck, r0 + 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1), c2_3 = moe__chunk_in_ps(ck, r0 + 3, 2), c3_3 = moe__chunk_in_ps(ck, r0 + 3, 3);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1), c2_4 = moe__chunk_in_ps(ck, r0 + 4, 2), c3_4 = moe__chunk_in_ps(ck, r0 + 4, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_load_si512(w1 + off), v3 = (__m512bh)_mm512_load_si512(w1 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0); moe__chunk_out_ps(ck, r0 + 0, 2, c2_0); moe__chunk_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1); moe__chunk_out_ps(ck, r0 + 1, 2, c2_1); moe__chunk_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2); moe__chunk_out_ps(ck, r0 + 2, 2, c2_2); moe__chunk_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3); moe__chunk_out_ps(ck, r0 + 3, 2, c2_3); moe__chunk_out_ps(ck, r0 + 3, 3, c3_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4); moe__chunk_out_ps(ck, r0 + 4, 2, c2_4); moe__chunk_out_ps(ck, r0 + 4, 3, c3_4);
-}
-
-/* dbf16 gemm2x2 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_BF16_FN void moe__dbf16_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
-    case 1: moe__dbf16_gemm2x2_ctile_1(g, r0, ck); break;
-    case 2: moe__dbf16_gemm2x2_ctile_2(g, r0, ck); break;
-    case 3: moe__dbf16_gemm2x2_ctile_3(g, r0, ck); break;
-    case 4: moe__dbf16_gemm2x2_ctile_4(g, r0, ck); break;
-    default: moe__dbf16_gemm2x2_ctile_5(g, r0, ck); break;
-    }
-  }
-}
-
-/* dbf16 gemm2 chunk, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-}
-
-/* dbf16 gemm2 chunk, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-}
-
-/* dbf16 gemm2 chunk, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-}
-
-/* dbf16 gemm2 chunk, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-}
-
-/* dbf16 gemm2 chunk, 5 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-}
-
-/* dbf16 gemm2 chunk, 6 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_6(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
-}
-
-/* dbf16 gemm2 chunk, 7 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_7(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
-  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
-}
-
-/* dbf16 gemm2 chunk, 8 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_8(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
-  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
-  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
-}
-
-/* dbf16 gemm2 chunk, 9 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_9(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
-  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
-  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
-  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
-}
-
-/* dbf16 gemm2 chunk, 10 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_10(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
-  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
-  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
-  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
-  __m512 c0_9 = moe__chunk_in_ps(ck, r0 + 9, 0), c1_9 = moe__chunk_in_ps(ck, r0 + 9, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a9, s0, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a9, hi, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
-  moe__chunk_out_ps(ck, r0 + 9, 0, c0_9); moe__chunk_out_ps(ck, r0 + 9, 1, c1_9);
-}
-
-/* dbf16 gemm2 chunk, 11 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_11(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
-  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
-  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
-  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
-  __m512 c0_9 = moe__chunk_in_ps(ck, r0 + 9, 0), c1_9 = moe__chunk_in_ps(ck, r0 + 9, 1);
-  __m512 c0_10 = moe__chunk_in_ps(ck, r0 + 10, 0), c1_10 = moe__chunk_in_ps(ck, r0 + 10, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a9, s0, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a10, s0, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a9, hi, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a10, hi, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
-  moe__chunk_out_ps(ck, r0 + 9, 0, c0_9); moe__chunk_out_ps(ck, r0 + 9, 1, c1_9);
-  moe__chunk_out_ps(ck, r0 + 10, 0, c0_10); moe__chunk_out_ps(ck, r0 + 10, 1, c1_10);
-}
-
-/* dbf16 gemm2 chunk, 12 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__dbf16_gemm2_ctile_12(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
-  const int64_t s0 = ck->k0 / 2, lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, r0 + 0, 0), c1_0 = moe__chunk_in_ps(ck, r0 + 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, r0 + 1, 0), c1_1 = moe__chunk_in_ps(ck, r0 + 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, r0 + 2, 0), c1_2 = moe__chunk_in_ps(ck, r0 + 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, r0 + 3, 0), c1_3 = moe__chunk_in_ps(ck, r0 + 3, 1);
-  __m512 c0_4 = moe__chunk_in_ps(ck, r0 + 4, 0), c1_4 = moe__chunk_in_ps(ck, r0 + 4, 1);
-  __m512 c0_5 = moe__chunk_in_ps(ck, r0 + 5, 0), c1_5 = moe__chunk_in_ps(ck, r0 + 5, 1);
-  __m512 c0_6 = moe__chunk_in_ps(ck, r0 + 6, 0), c1_6 = moe__chunk_in_ps(ck, r0 + 6, 1);
-  __m512 c0_7 = moe__chunk_in_ps(ck, r0 + 7, 0), c1_7 = moe__chunk_in_ps(ck, r0 + 7, 1);
-  __m512 c0_8 = moe__chunk_in_ps(ck, r0 + 8, 0), c1_8 = moe__chunk_in_ps(ck, r0 + 8, 1);
-  __m512 c0_9 = moe__chunk_in_ps(ck, r0 + 9, 0), c1_9 = moe__chunk_in_ps(ck, r0 + 9, 1);
-  __m512 c0_10 = moe__chunk_in_ps(ck, r0 + 10, 0), c1_10 = moe__chunk_in_ps(ck, r0 + 10, 1);
-  __m512 c0_11 = moe__chunk_in_ps(ck, r0 + 11, 0), c1_11 = moe__chunk_in_ps(ck, r0 + 11, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, s0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, s0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, s0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, s0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, s0, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, s0, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, s0, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, s0, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, s0, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a9, s0, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a10, s0, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a11, s0, ck->k0, ck->k1, 2, 2, 0); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a11, i); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512bh v0 = (__m512bh)_mm512_load_si512(w0 + off), v1 = (__m512bh)_mm512_load_si512(w0 + off + 64);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, hi, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, hi, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, hi, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, hi, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a4, hi, ck->k0, ck->k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a5, hi, ck->k0, ck->k1, 2, 2, 0); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a6, hi, ck->k0, ck->k1, 2, 2, 0); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a7, hi, ck->k0, ck->k1, 2, 2, 0); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a8, hi, ck->k0, ck->k1, 2, 2, 0); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a9, hi, ck->k0, ck->k1, 2, 2, 0); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a10, hi, ck->k0, ck->k1, 2, 2, 0); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a11, hi, ck->k0, ck->k1, 2, 2, 0); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
-  }
-  moe__chunk_out_ps(ck, r0 + 0, 0, c0_0); moe__chunk_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_ps(ck, r0 + 1, 0, c0_1); moe__chunk_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_ps(ck, r0 + 2, 0, c0_2); moe__chunk_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_ps(ck, r0 + 3, 0, c0_3); moe__chunk_out_ps(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_ps(ck, r0 + 4, 0, c0_4); moe__chunk_out_ps(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_ps(ck, r0 + 5, 0, c0_5); moe__chunk_out_ps(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_ps(ck, r0 + 6, 0, c0_6); moe__chunk_out_ps(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_ps(ck, r0 + 7, 0, c0_7); moe__chunk_out_ps(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_ps(ck, r0 + 8, 0, c0_8); moe__chunk_out_ps(ck, r0 + 8, 1, c1_8);
-  moe__chunk_out_ps(ck, r0 + 9, 0, c0_9); moe__chunk_out_ps(ck, r0 + 9, 1, c1_9);
-  moe__chunk_out_ps(ck, r0 + 10, 0, c0_10); moe__chunk_out_ps(ck, r0 + 10, 1, c1_10);
-  moe__chunk_out_ps(ck, r0 + 11, 0, c0_11); moe__chunk_out_ps(ck, r0 + 11, 1, c1_11);
-}
-
-/* dbf16 gemm2 chunk over any mr: tiles of 12 rows, then the rest */
-MOE__AVX512_BF16_FN void moe__dbf16_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
-    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
-    case 1: moe__dbf16_gemm2_ctile_1(g, r0, ck); break;
-    case 2: moe__dbf16_gemm2_ctile_2(g, r0, ck); break;
-    case 3: moe__dbf16_gemm2_ctile_3(g, r0, ck); break;
-    case 4: moe__dbf16_gemm2_ctile_4(g, r0, ck); break;
-    case 5: moe__dbf16_gemm2_ctile_5(g, r0, ck); break;
-    case 6: moe__dbf16_gemm2_ctile_6(g, r0, ck); break;
-    case 7: moe__dbf16_gemm2_ctile_7(g, r0, ck); break;
-    case 8: moe__dbf16_gemm2_ctile_8(g, r0, ck); break;
-    case 9: moe__dbf16_gemm2_ctile_9(g, r0, ck); break;
-    case 10: moe__dbf16_gemm2_ctile_10(g, r0, ck); break;
-    case 11: moe__dbf16_gemm2_ctile_11(g, r0, ck); break;
-    default: moe__dbf16_gemm2_ctile_12(g, r0, ck); break;
-    }
-  }
-}
-
-/* dq4 gemm1 chunk, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-}
-
-/* dq4 gemm1 chunk, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-}
-
-/* dq4 gemm1 chunk, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
-}
-
-/* dq4 gemm1 chunk, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
-}
-
-/* dq4 gemm1 chunk, 5 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm1_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1), c2_4 = moe__chunk_in_epi32(ck, r0 + 4, 2), c3_4 = moe__chunk_in_epi32(ck, r0 + 4, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4); moe__chunk_out_epi32(ck, r0 + 4, 2, c2_4); moe__chunk_out_epi32(ck, r0 + 4, 3, c3_4);
-}
-
-/* dq4 gemm1 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_VNNI_FN void moe__dq4_gemm1_crows(const moe_gemm_args *g, const moe__chunk *ck) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
-    case 1: moe__dq4_gemm1_ctile_1(g, r0, ck); break;
-    case 2: moe__dq4_gemm1_ctile_2(g, r0, ck); break;
-    case 3: moe__dq4_gemm1_ctile_3(g, r0, ck); break;
-    case 4: moe__dq4_gemm1_ctile_4(g, r0, ck); break;
-    default: moe__dq4_gemm1_ctile_5(g, r0, ck); break;
-    }
-  }
-}
-
-/* dq4 gemm2x2 chunk, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-}
-
-/* dq4 gemm2x2 chunk, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-}
-
-/* dq4 gemm2x2 chunk, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
-}
-
-/* dq4 gemm2x2 chunk, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
-}
-
-/* dq4 gemm2x2 chunk, 5 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2x2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1), c2_0 = moe__chunk_in_epi32(ck, r0 + 0, 2), c3_0 = moe__chunk_in_epi32(ck, r0 + 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1), c2_1 = moe__chunk_in_epi32(ck, r0 + 1, 2), c3_1 = moe__chunk_in_epi32(ck, r0 + 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1), c2_2 = moe__chunk_in_epi32(ck, r0 + 2, 2), c3_2 = moe__chunk_in_epi32(ck, r0 + 2, 3);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1), c2_3 = moe__chunk_in_epi32(ck, r0 + 3, 2), c3_3 = moe__chunk_in_epi32(ck, r0 + 3, 3);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1), c2_4 = moe__chunk_in_epi32(ck, r0 + 4, 2), c3_4 = moe__chunk_in_epi32(ck, r0 + 4, 3);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_load_si512(w1 + off), v3 = _mm512_load_si512(w1 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); c2_0 = moe__dpbusd(c2_0, v2, a); c3_0 = moe__dpbusd(c3_0, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); c2_1 = moe__dpbusd(c2_1, v2, a); c3_1 = moe__dpbusd(c3_1, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); c2_2 = moe__dpbusd(c2_2, v2, a); c3_2 = moe__dpbusd(c3_2, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); c2_3 = moe__dpbusd(c2_3, v2, a); c3_3 = moe__dpbusd(c3_3, v3, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); c2_4 = moe__dpbusd(c2_4, v2, a); c3_4 = moe__dpbusd(c3_4, v3, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0); moe__chunk_out_epi32(ck, r0 + 0, 2, c2_0); moe__chunk_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1); moe__chunk_out_epi32(ck, r0 + 1, 2, c2_1); moe__chunk_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2); moe__chunk_out_epi32(ck, r0 + 2, 2, c2_2); moe__chunk_out_epi32(ck, r0 + 2, 3, c3_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3); moe__chunk_out_epi32(ck, r0 + 3, 2, c2_3); moe__chunk_out_epi32(ck, r0 + 3, 3, c3_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4); moe__chunk_out_epi32(ck, r0 + 4, 2, c2_4); moe__chunk_out_epi32(ck, r0 + 4, 3, c3_4);
-}
-
-/* dq4 gemm2x2 chunk over any mr: tiles of 5 rows, then the rest */
-MOE__AVX512_VNNI_FN void moe__dq4_gemm2x2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
-    case 1: moe__dq4_gemm2x2_ctile_1(g, r0, ck); break;
-    case 2: moe__dq4_gemm2x2_ctile_2(g, r0, ck); break;
-    case 3: moe__dq4_gemm2x2_ctile_3(g, r0, ck); break;
-    case 4: moe__dq4_gemm2x2_ctile_4(g, r0, ck); break;
-    default: moe__dq4_gemm2x2_ctile_5(g, r0, ck); break;
-    }
-  }
-}
-
-/* dq4 gemm2 chunk, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_1(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-}
-
-/* dq4 gemm2 chunk, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_2(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-}
-
-/* dq4 gemm2 chunk, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_3(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-}
-
-/* dq4 gemm2 chunk, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_4(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-}
-
-/* dq4 gemm2 chunk, 5 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_5(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-}
-
-/* dq4 gemm2 chunk, 6 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_6(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
-}
-
-/* dq4 gemm2 chunk, 7 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_7(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
-  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
-}
-
-/* dq4 gemm2 chunk, 8 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_8(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
-  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
-  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
-}
-
-/* dq4 gemm2 chunk, 9 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_9(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
-  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
-  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
-  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
-}
-
-/* dq4 gemm2 chunk, 10 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_10(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
-  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
-  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
-  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
-  __m512i c0_9 = moe__chunk_in_epi32(ck, r0 + 9, 0), c1_9 = moe__chunk_in_epi32(ck, r0 + 9, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a9, i), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
-  moe__chunk_out_epi32(ck, r0 + 9, 0, c0_9); moe__chunk_out_epi32(ck, r0 + 9, 1, c1_9);
-}
-
-/* dq4 gemm2 chunk, 11 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_11(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
-  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
-  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
-  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
-  __m512i c0_9 = moe__chunk_in_epi32(ck, r0 + 9, 0), c1_9 = moe__chunk_in_epi32(ck, r0 + 9, 1);
-  __m512i c0_10 = moe__chunk_in_epi32(ck, r0 + 10, 0), c1_10 = moe__chunk_in_epi32(ck, r0 + 10, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a9, i), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a10, i), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
-  moe__chunk_out_epi32(ck, r0 + 9, 0, c0_9); moe__chunk_out_epi32(ck, r0 + 9, 1, c1_9);
-  moe__chunk_out_epi32(ck, r0 + 10, 0, c0_10); moe__chunk_out_epi32(ck, r0 + 10, 1, c1_10);
-}
-
-/* dq4 gemm2 chunk, 12 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__dq4_gemm2_ctile_12(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {
-  const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
-  const int64_t s0 = ck->k0 / 4, lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, r0 + 0, 0), c1_0 = moe__chunk_in_epi32(ck, r0 + 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, r0 + 1, 0), c1_1 = moe__chunk_in_epi32(ck, r0 + 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, r0 + 2, 0), c1_2 = moe__chunk_in_epi32(ck, r0 + 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, r0 + 3, 0), c1_3 = moe__chunk_in_epi32(ck, r0 + 3, 1);
-  __m512i c0_4 = moe__chunk_in_epi32(ck, r0 + 4, 0), c1_4 = moe__chunk_in_epi32(ck, r0 + 4, 1);
-  __m512i c0_5 = moe__chunk_in_epi32(ck, r0 + 5, 0), c1_5 = moe__chunk_in_epi32(ck, r0 + 5, 1);
-  __m512i c0_6 = moe__chunk_in_epi32(ck, r0 + 6, 0), c1_6 = moe__chunk_in_epi32(ck, r0 + 6, 1);
-  __m512i c0_7 = moe__chunk_in_epi32(ck, r0 + 7, 0), c1_7 = moe__chunk_in_epi32(ck, r0 + 7, 1);
-  __m512i c0_8 = moe__chunk_in_epi32(ck, r0 + 8, 0), c1_8 = moe__chunk_in_epi32(ck, r0 + 8, 1);
-  __m512i c0_9 = moe__chunk_in_epi32(ck, r0 + 9, 0), c1_9 = moe__chunk_in_epi32(ck, r0 + 9, 1);
-  __m512i c0_10 = moe__chunk_in_epi32(ck, r0 + 10, 0), c1_10 = moe__chunk_in_epi32(ck, r0 + 10, 1);
-  __m512i c0_11 = moe__chunk_in_epi32(ck, r0 + 11, 0), c1_11 = moe__chunk_in_epi32(ck, r0 + 11, 1);
-  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */
-    const size_t off = (size_t)(s0 - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a11, s0, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_11 = moe__dpbusd(c0_11, v0, a); c1_11 = moe__dpbusd(c1_11, v1, a); }
-  }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {
-    const size_t off = (size_t)(i - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a5, i), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a6, i), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a7, i), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a8, i), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a9, i), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a10, i), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a11, i), _mm512_set1_epi8((char)0x80)); c0_11 = moe__dpbusd(c0_11, v0, a); c1_11 = moe__dpbusd(c1_11, v1, a); }
-  }
-  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */
-    const size_t off = (size_t)(hi - s0) * 128;
-    const __m512i v0 = _mm512_load_si512(w0 + off), v1 = _mm512_load_si512(w0 + off + 64);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v0, a); c1_0 = moe__dpbusd(c1_0, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v0, a); c1_1 = moe__dpbusd(c1_1, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v0, a); c1_2 = moe__dpbusd(c1_2, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v0, a); c1_3 = moe__dpbusd(c1_3, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v0, a); c1_4 = moe__dpbusd(c1_4, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a5, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_5 = moe__dpbusd(c0_5, v0, a); c1_5 = moe__dpbusd(c1_5, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a6, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_6 = moe__dpbusd(c0_6, v0, a); c1_6 = moe__dpbusd(c1_6, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a7, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_7 = moe__dpbusd(c0_7, v0, a); c1_7 = moe__dpbusd(c1_7, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a8, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_8 = moe__dpbusd(c0_8, v0, a); c1_8 = moe__dpbusd(c1_8, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a9, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_9 = moe__dpbusd(c0_9, v0, a); c1_9 = moe__dpbusd(c1_9, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a10, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_10 = moe__dpbusd(c0_10, v0, a); c1_10 = moe__dpbusd(c1_10, v1, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a11, hi, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_11 = moe__dpbusd(c0_11, v0, a); c1_11 = moe__dpbusd(c1_11, v1, a); }
-  }
-  moe__chunk_out_epi32(ck, r0 + 0, 0, c0_0); moe__chunk_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, r0 + 1, 0, c0_1); moe__chunk_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, r0 + 2, 0, c0_2); moe__chunk_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, r0 + 3, 0, c0_3); moe__chunk_out_epi32(ck, r0 + 3, 1, c1_3);
-  moe__chunk_out_epi32(ck, r0 + 4, 0, c0_4); moe__chunk_out_epi32(ck, r0 + 4, 1, c1_4);
-  moe__chunk_out_epi32(ck, r0 + 5, 0, c0_5); moe__chunk_out_epi32(ck, r0 + 5, 1, c1_5);
-  moe__chunk_out_epi32(ck, r0 + 6, 0, c0_6); moe__chunk_out_epi32(ck, r0 + 6, 1, c1_6);
-  moe__chunk_out_epi32(ck, r0 + 7, 0, c0_7); moe__chunk_out_epi32(ck, r0 + 7, 1, c1_7);
-  moe__chunk_out_epi32(ck, r0 + 8, 0, c0_8); moe__chunk_out_epi32(ck, r0 + 8, 1, c1_8);
-  moe__chunk_out_epi32(ck, r0 + 9, 0, c0_9); moe__chunk_out_epi32(ck, r0 + 9, 1, c1_9);
-  moe__chunk_out_epi32(ck, r0 + 10, 0, c0_10); moe__chunk_out_epi32(ck, r0 + 10, 1, c1_10);
-  moe__chunk_out_epi32(ck, r0 + 11, 0, c0_11); moe__chunk_out_epi32(ck, r0 + 11, 1, c1_11);
-}
-
-/* dq4 gemm2 chunk over any mr: tiles of 12 rows, then the rest */
-MOE__AVX512_VNNI_FN void moe__dq4_gemm2_crows(const moe_gemm_args *g, const moe__chunk *ck) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
-    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
-    case 1: moe__dq4_gemm2_ctile_1(g, r0, ck); break;
-    case 2: moe__dq4_gemm2_ctile_2(g, r0, ck); break;
-    case 3: moe__dq4_gemm2_ctile_3(g, r0, ck); break;
-    case 4: moe__dq4_gemm2_ctile_4(g, r0, ck); break;
-    case 5: moe__dq4_gemm2_ctile_5(g, r0, ck); break;
-    case 6: moe__dq4_gemm2_ctile_6(g, r0, ck); break;
-    case 7: moe__dq4_gemm2_ctile_7(g, r0, ck); break;
-    case 8: moe__dq4_gemm2_ctile_8(g, r0, ck); break;
-    case 9: moe__dq4_gemm2_ctile_9(g, r0, ck); break;
-    case 10: moe__dq4_gemm2_ctile_10(g, r0, ck); break;
-    case 11: moe__dq4_gemm2_ctile_11(g, r0, ck); break;
-    default: moe__dq4_gemm2_ctile_12(g, r0, ck); break;
-    }
-  }
-}
-
 /* fp8 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5007,18 +2929,18 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args
     moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
 }
 
 /* fp8 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5046,20 +2968,20 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
 }
 
 /* fp8 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5090,22 +3012,22 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
 }
 
 /* fp8 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5139,30 +3061,35 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
 }
 
-/* fp8 gemm1 direct over mr 1..4 rows */
-MOE__AVX512_FP8_FN void moe__fp8_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__fp8_gemm1_dtile_1(g, ck); break;
-  case 2: moe__fp8_gemm1_dtile_2(g, ck); break;
-  case 3: moe__fp8_gemm1_dtile_3(g, ck); break;
-  default: moe__fp8_gemm1_dtile_4(g, ck); break;
+/* fp8 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_FP8_FN void moe__fp8_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__fp8_gemm1_dtile_1(g, r0, ck); break;
+    case 2: moe__fp8_gemm1_dtile_2(g, r0, ck); break;
+    case 3: moe__fp8_gemm1_dtile_3(g, r0, ck); break;
+    default: moe__fp8_gemm1_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* fp8 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5187,18 +3114,18 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_ar
     moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
 }
 
 /* fp8 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5226,20 +3153,20 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
 }
 
 /* fp8 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5270,22 +3197,22 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
 }
 
 /* fp8 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5319,30 +3246,35 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
 }
 
-/* fp8 gemm2x2 direct over mr 1..4 rows */
-MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__fp8_gemm2x2_dtile_1(g, ck); break;
-  case 2: moe__fp8_gemm2x2_dtile_2(g, ck); break;
-  case 3: moe__fp8_gemm2x2_dtile_3(g, ck); break;
-  default: moe__fp8_gemm2x2_dtile_4(g, ck); break;
+/* fp8 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__fp8_gemm2x2_dtile_1(g, r0, ck); break;
+    case 2: moe__fp8_gemm2x2_dtile_2(g, r0, ck); break;
+    case 3: moe__fp8_gemm2x2_dtile_3(g, r0, ck); break;
+    default: moe__fp8_gemm2x2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* fp8 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5361,18 +3293,18 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args
     moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
 }
 
 /* fp8 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5394,20 +3326,20 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
 }
 
 /* fp8 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5432,22 +3364,22 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
 }
 
 /* fp8 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
   const moe__tables t = *ck->tab;
   const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
   if (s0 < lo) /* the group starts inside a pair: only its element k0 */
     { const int64_t i_ = s0;
     __m512bh v00, v01;
@@ -5475,29 +3407,34 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3);
 }
 
-/* fp8 gemm2 direct over mr 1..4 rows */
-MOE__AVX512_FP8_FN void moe__fp8_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__fp8_gemm2_dtile_1(g, ck); break;
-  case 2: moe__fp8_gemm2_dtile_2(g, ck); break;
-  case 3: moe__fp8_gemm2_dtile_3(g, ck); break;
-  default: moe__fp8_gemm2_dtile_4(g, ck); break;
+/* fp8 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_FP8_FN void moe__fp8_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__fp8_gemm2_dtile_1(g, r0, ck); break;
+    case 2: moe__fp8_gemm2_dtile_2(g, r0, ck); break;
+    case 3: moe__fp8_gemm2_dtile_3(g, r0, ck); break;
+    default: moe__fp8_gemm2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* b4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -5538,17 +3475,17 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
 }
 
 /* b4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -5597,19 +3534,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
 }
 
 /* b4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -5666,21 +3603,21 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
 }
 
 /* b4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -5745,29 +3682,34 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
 }
 
-/* b4 gemm1 direct over mr 1..4 rows */
-MOE__AVX512_BF16_FN void moe__b4_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__b4_gemm1_dtile_1(g, ck); break;
-  case 2: moe__b4_gemm1_dtile_2(g, ck); break;
-  case 3: moe__b4_gemm1_dtile_3(g, ck); break;
-  default: moe__b4_gemm1_dtile_4(g, ck); break;
+/* b4 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__b4_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__b4_gemm1_dtile_1(g, r0, ck); break;
+    case 2: moe__b4_gemm1_dtile_2(g, r0, ck); break;
+    case 3: moe__b4_gemm1_dtile_3(g, r0, ck); break;
+    default: moe__b4_gemm1_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* b4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -5808,17 +3750,17 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
 }
 
 /* b4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -5867,19 +3809,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
 }
 
 /* b4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -5936,21 +3878,21 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
 }
 
 /* b4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6015,29 +3957,34 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
 }
 
-/* b4 gemm2x2 direct over mr 1..4 rows */
-MOE__AVX512_BF16_FN void moe__b4_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__b4_gemm2x2_dtile_1(g, ck); break;
-  case 2: moe__b4_gemm2x2_dtile_2(g, ck); break;
-  case 3: moe__b4_gemm2x2_dtile_3(g, ck); break;
-  default: moe__b4_gemm2x2_dtile_4(g, ck); break;
+/* b4 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__b4_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__b4_gemm2x2_dtile_1(g, r0, ck); break;
+    case 2: moe__b4_gemm2x2_dtile_2(g, r0, ck); break;
+    case 3: moe__b4_gemm2x2_dtile_3(g, r0, ck); break;
+    default: moe__b4_gemm2x2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* b4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -6078,17 +4025,17 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
 }
 
 /* b4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -6137,19 +4084,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
 }
 
 /* b4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -6206,21 +4153,21 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
 }
 
 /* b4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -6285,29 +4232,34 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3);
 }
 
-/* b4 gemm2 direct over mr 1..4 rows */
-MOE__AVX512_BF16_FN void moe__b4_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__b4_gemm2_dtile_1(g, ck); break;
-  case 2: moe__b4_gemm2_dtile_2(g, ck); break;
-  case 3: moe__b4_gemm2_dtile_3(g, ck); break;
-  default: moe__b4_gemm2_dtile_4(g, ck); break;
+/* b4 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__b4_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__b4_gemm2_dtile_1(g, r0, ck); break;
+    case 2: moe__b4_gemm2_dtile_2(g, r0, ck); break;
+    case 3: moe__b4_gemm2_dtile_3(g, r0, ck); break;
+    default: moe__b4_gemm2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* i4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6348,17 +4300,17 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
 }
 
 /* i4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6407,19 +4359,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
 }
 
 /* i4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6476,21 +4428,21 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
 }
 
 /* i4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6555,29 +4507,34 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
 }
 
-/* i4 gemm1 direct over mr 1..4 rows */
-MOE__AVX512_BF16_FN void moe__i4_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__i4_gemm1_dtile_1(g, ck); break;
-  case 2: moe__i4_gemm1_dtile_2(g, ck); break;
-  case 3: moe__i4_gemm1_dtile_3(g, ck); break;
-  default: moe__i4_gemm1_dtile_4(g, ck); break;
+/* i4 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__i4_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__i4_gemm1_dtile_1(g, r0, ck); break;
+    case 2: moe__i4_gemm1_dtile_2(g, r0, ck); break;
+    case 3: moe__i4_gemm1_dtile_3(g, r0, ck); break;
+    default: moe__i4_gemm1_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* i4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6618,17 +4575,17 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
 }
 
 /* i4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6677,19 +4634,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
 }
 
 /* i4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6746,21 +4703,21 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
 }
 
 /* i4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1), c2_0 = moe__chunk_in_ps(ck, 0, 2), c3_0 = moe__chunk_in_ps(ck, 0, 3);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1), c2_1 = moe__chunk_in_ps(ck, 1, 2), c3_1 = moe__chunk_in_ps(ck, 1, 3);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1), c2_2 = moe__chunk_in_ps(ck, 2, 2), c3_2 = moe__chunk_in_ps(ck, 2, 3);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1), c2_3 = moe__chunk_in_ps(ck, 3, 2), c3_3 = moe__chunk_in_ps(ck, 3, 3);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -6825,29 +4782,34 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0); moe__chunk_out_ps(ck, 0, 2, c2_0); moe__chunk_out_ps(ck, 0, 3, c3_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1); moe__chunk_out_ps(ck, 1, 2, c2_1); moe__chunk_out_ps(ck, 1, 3, c3_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2); moe__chunk_out_ps(ck, 2, 2, c2_2); moe__chunk_out_ps(ck, 2, 3, c3_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3); moe__chunk_out_ps(ck, 3, 2, c2_3); moe__chunk_out_ps(ck, 3, 3, c3_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
 }
 
-/* i4 gemm2x2 direct over mr 1..4 rows */
-MOE__AVX512_BF16_FN void moe__i4_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__i4_gemm2x2_dtile_1(g, ck); break;
-  case 2: moe__i4_gemm2x2_dtile_2(g, ck); break;
-  case 3: moe__i4_gemm2x2_dtile_3(g, ck); break;
-  default: moe__i4_gemm2x2_dtile_4(g, ck); break;
+/* i4 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__i4_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__i4_gemm2x2_dtile_1(g, r0, ck); break;
+    case 2: moe__i4_gemm2x2_dtile_2(g, r0, ck); break;
+    case 3: moe__i4_gemm2x2_dtile_3(g, r0, ck); break;
+    default: moe__i4_gemm2x2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* i4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -6888,17 +4850,17 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
 }
 
 /* i4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -6947,19 +4909,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
 }
 
 /* i4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -7016,21 +4978,21 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
 }
 
 /* i4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
   const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = moe__chunk_in_ps(ck, 0, 0), c1_0 = moe__chunk_in_ps(ck, 0, 1);
-  __m512 c0_1 = moe__chunk_in_ps(ck, 1, 0), c1_1 = moe__chunk_in_ps(ck, 1, 1);
-  __m512 c0_2 = moe__chunk_in_ps(ck, 2, 0), c1_2 = moe__chunk_in_ps(ck, 2, 1);
-  __m512 c0_3 = moe__chunk_in_ps(ck, 3, 0), c1_3 = moe__chunk_in_ps(ck, 3, 1);
+  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
@@ -7095,28 +5057,33 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
     }
     }
-  moe__chunk_out_ps(ck, 0, 0, c0_0); moe__chunk_out_ps(ck, 0, 1, c1_0);
-  moe__chunk_out_ps(ck, 1, 0, c0_1); moe__chunk_out_ps(ck, 1, 1, c1_1);
-  moe__chunk_out_ps(ck, 2, 0, c0_2); moe__chunk_out_ps(ck, 2, 1, c1_2);
-  moe__chunk_out_ps(ck, 3, 0, c0_3); moe__chunk_out_ps(ck, 3, 1, c1_3);
+  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
+  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3);
 }
 
-/* i4 gemm2 direct over mr 1..4 rows */
-MOE__AVX512_BF16_FN void moe__i4_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__i4_gemm2_dtile_1(g, ck); break;
-  case 2: moe__i4_gemm2_dtile_2(g, ck); break;
-  case 3: moe__i4_gemm2_dtile_3(g, ck); break;
-  default: moe__i4_gemm2_dtile_4(g, ck); break;
+/* i4 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__i4_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__i4_gemm2_dtile_1(g, r0, ck); break;
+    case 2: moe__i4_gemm2_dtile_2(g, r0, ck); break;
+    case 3: moe__i4_gemm2_dtile_3(g, r0, ck); break;
+    default: moe__i4_gemm2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* q4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
   int64_t i = lo;
   MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
@@ -7152,16 +5119,16 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     }
   c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
 }
 
 /* q4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7180,18 +5147,18 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
 }
 
 /* q4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7212,20 +5179,20 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
 }
 
 /* q4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, 3, 0), c1_3 = moe__chunk_in_epi32(ck, 3, 1), c2_3 = moe__chunk_in_epi32(ck, 3, 2), c3_3 = moe__chunk_in_epi32(ck, 3, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7248,28 +5215,33 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
-  moe__chunk_out_epi32(ck, 3, 0, c0_3); moe__chunk_out_epi32(ck, 3, 1, c1_3); moe__chunk_out_epi32(ck, 3, 2, c2_3); moe__chunk_out_epi32(ck, 3, 3, c3_3);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
+  moe__group_out_epi32(ck, r0 + 3, 0, c0_3); moe__group_out_epi32(ck, r0 + 3, 1, c1_3); moe__group_out_epi32(ck, r0 + 3, 2, c2_3); moe__group_out_epi32(ck, r0 + 3, 3, c3_3);
 }
 
-/* q4 gemm1 direct over mr 1..4 rows */
-MOE__AVX512_VNNI_FN void moe__q4_gemm1_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__q4_gemm1_dtile_1(g, ck); break;
-  case 2: moe__q4_gemm1_dtile_2(g, ck); break;
-  case 3: moe__q4_gemm1_dtile_3(g, ck); break;
-  default: moe__q4_gemm1_dtile_4(g, ck); break;
+/* q4 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_VNNI_FN void moe__q4_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__q4_gemm1_dtile_1(g, r0, ck); break;
+    case 2: moe__q4_gemm1_dtile_2(g, r0, ck); break;
+    case 3: moe__q4_gemm1_dtile_3(g, r0, ck); break;
+    default: moe__q4_gemm1_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* q4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
   int64_t i = lo;
   MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
@@ -7305,16 +5277,16 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_ar
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     }
   c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
 }
 
 /* q4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7333,18 +5305,18 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_ar
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
 }
 
 /* q4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7365,20 +5337,20 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
 }
 
 /* q4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1), c2_0 = moe__chunk_in_epi32(ck, 0, 2), c3_0 = moe__chunk_in_epi32(ck, 0, 3);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1), c2_1 = moe__chunk_in_epi32(ck, 1, 2), c3_1 = moe__chunk_in_epi32(ck, 1, 3);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1), c2_2 = moe__chunk_in_epi32(ck, 2, 2), c3_2 = moe__chunk_in_epi32(ck, 2, 3);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, 3, 0), c1_3 = moe__chunk_in_epi32(ck, 3, 1), c2_3 = moe__chunk_in_epi32(ck, 3, 2), c3_3 = moe__chunk_in_epi32(ck, 3, 3);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7401,28 +5373,33 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0); moe__chunk_out_epi32(ck, 0, 2, c2_0); moe__chunk_out_epi32(ck, 0, 3, c3_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1); moe__chunk_out_epi32(ck, 1, 2, c2_1); moe__chunk_out_epi32(ck, 1, 3, c3_1);
-  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2); moe__chunk_out_epi32(ck, 2, 2, c2_2); moe__chunk_out_epi32(ck, 2, 3, c3_2);
-  moe__chunk_out_epi32(ck, 3, 0, c0_3); moe__chunk_out_epi32(ck, 3, 1, c1_3); moe__chunk_out_epi32(ck, 3, 2, c2_3); moe__chunk_out_epi32(ck, 3, 3, c3_3);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
+  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
+  moe__group_out_epi32(ck, r0 + 3, 0, c0_3); moe__group_out_epi32(ck, r0 + 3, 1, c1_3); moe__group_out_epi32(ck, r0 + 3, 2, c2_3); moe__group_out_epi32(ck, r0 + 3, 3, c3_3);
 }
 
-/* q4 gemm2x2 direct over mr 1..4 rows */
-MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__q4_gemm2x2_dtile_1(g, ck); break;
-  case 2: moe__q4_gemm2x2_dtile_2(g, ck); break;
-  case 3: moe__q4_gemm2x2_dtile_3(g, ck); break;
-  default: moe__q4_gemm2x2_dtile_4(g, ck); break;
+/* q4 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__q4_gemm2x2_dtile_1(g, r0, ck); break;
+    case 2: moe__q4_gemm2x2_dtile_2(g, r0, ck); break;
+    case 3: moe__q4_gemm2x2_dtile_3(g, r0, ck); break;
+    default: moe__q4_gemm2x2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 
 /* q4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512();
   int64_t i = lo;
   MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
@@ -7450,16 +5427,16 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
     }
   c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0);
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
 }
 
 /* q4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7474,18 +5451,18 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1);
 }
 
 /* q4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7502,20 +5479,20 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2);
 }
 
 /* q4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args *g, const moe__chunk *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
   const uint8_t *w0 = ck->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[0], *a1 = (const uint8_t *)g->a[1], *a2 = (const uint8_t *)g->a[2], *a3 = (const uint8_t *)g->a[3];
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = moe__chunk_in_epi32(ck, 0, 0), c1_0 = moe__chunk_in_epi32(ck, 0, 1);
-  __m512i c0_1 = moe__chunk_in_epi32(ck, 1, 0), c1_1 = moe__chunk_in_epi32(ck, 1, 1);
-  __m512i c0_2 = moe__chunk_in_epi32(ck, 2, 0), c1_2 = moe__chunk_in_epi32(ck, 2, 1);
-  __m512i c0_3 = moe__chunk_in_epi32(ck, 3, 0), c1_3 = moe__chunk_in_epi32(ck, 3, 1);
+  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
     { const int64_t i_ = i;
     __m512i v00, v01;
@@ -7534,19 +5511,24 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
     }
-  moe__chunk_out_epi32(ck, 0, 0, c0_0); moe__chunk_out_epi32(ck, 0, 1, c1_0);
-  moe__chunk_out_epi32(ck, 1, 0, c0_1); moe__chunk_out_epi32(ck, 1, 1, c1_1);
-  moe__chunk_out_epi32(ck, 2, 0, c0_2); moe__chunk_out_epi32(ck, 2, 1, c1_2);
-  moe__chunk_out_epi32(ck, 3, 0, c0_3); moe__chunk_out_epi32(ck, 3, 1, c1_3);
+  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
+  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1);
+  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2);
+  moe__group_out_epi32(ck, r0 + 3, 0, c0_3); moe__group_out_epi32(ck, r0 + 3, 1, c1_3);
 }
 
-/* q4 gemm2 direct over mr 1..4 rows */
-MOE__AVX512_VNNI_FN void moe__q4_gemm2_drows(const moe_gemm_args *g, const moe__chunk *ck) {
-  switch (g->mr) {
-  case 1: moe__q4_gemm2_dtile_1(g, ck); break;
-  case 2: moe__q4_gemm2_dtile_2(g, ck); break;
-  case 3: moe__q4_gemm2_dtile_3(g, ck); break;
-  default: moe__q4_gemm2_dtile_4(g, ck); break;
+/* q4 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_VNNI_FN void moe__q4_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    switch (rows) {
+    case 1: moe__q4_gemm2_dtile_1(g, r0, ck); break;
+    case 2: moe__q4_gemm2_dtile_2(g, r0, ck); break;
+    case 3: moe__q4_gemm2_dtile_3(g, r0, ck); break;
+    default: moe__q4_gemm2_dtile_4(g, r0, ck); break;
+    }
+    r0 += rows;
   }
 }
 /* ==== END GENERATED ==== */
@@ -7596,38 +5578,6 @@ static const uint16_t moe__e2m1_bf16[32] = {
     0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0,
     0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0};
 
-/* FP8 lines l0..l1-1 (layout (b)) -> 128 bytes of bf16 (a) each. */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__decode_fp8(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out,
-                                                      const moe__tables *t) {
-  for (int64_t l = l0; l < l1; l++, out += 128) {
-    __m512bh c0, c1;
-    moe__fp8_line(codes + 64 * l, t, &c0, &c1);
-    _mm512_store_si512(out, (__m512i)c0), _mm512_store_si512(out + 64, (__m512i)c1);
-  }
-}
-
-/* 4-bit k-groups l0..l1-1 (2 lines each, layout (c)) -> 4 pairs x 128 bytes of bf16 (a) each. */
-MOE__AVX512_BASE void moe__decode_4bit(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out, const moe__tables *t,
-                                      const __m512i *zero) {
-  for (int64_t l = l0; l < l1; l++, out += 512) {
-    __m512i c0 = _mm512_load_si512(codes + 128 * l), c1 = _mm512_load_si512(codes + 128 * l + 64);
-    for (int j = 0; j < 4; j++) {
-      __m512bh d0 = zero ? moe__b4_pair_zero(c0, j, zero[0], t->lo0) : moe__b4_pair(c0, j, t->hi0);
-      __m512bh d1 = zero ? moe__b4_pair_zero(c1, j, zero[1], t->lo0) : moe__b4_pair(c1, j, t->hi0);
-      _mm512_store_si512(out + 128 * j, (__m512i)d0), _mm512_store_si512(out + 128 * j + 64, (__m512i)d1);
-    }
-  }
-}
-
-/* W4A8 lines l0..l1-1 (layout (d)) -> 128 bytes of u8 codes (a) each. */
-MOE__AVX512_BASE void moe__decode_u4a8(const uint8_t *codes, int64_t l0, int64_t l1, uint8_t *out) {
-  for (int64_t l = l0; l < l1; l++, out += 128) {
-    __m512i c0, c1;
-    moe__q4_line(codes + 64 * l, &c0, &c1);
-    _mm512_store_si512(out, c0), _mm512_store_si512(out + 64, c1);
-  }
-}
-
 /* Scale group gi of one panel: f32 scales of its two 16-column vectors (e8m0: 2^(e-127), e = 0 the
  * subnormal 2^-127, e = 255 NaN) and the zero points, as int32 and as the words of layout (c) (each
  * column's zero in both of its words). */
@@ -7665,23 +5615,20 @@ MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
   return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
 }
 
-#define MOE__KC 128 /* k per chunk: two panels' decoded lines fill 16 KB (bf16) or 8 KB (W4A8) of L1 */
 #define MOE__ALIGN64 __attribute__((aligned(64)))
 
-/* A call's chunk state: the decoded lines, the carried and the finished sums, the group's meta. */
-typedef struct moe__chunks {
-  MOE__ALIGN64 uint8_t lines[2][(MOE__KC / 2 + 1) * 128];
+/* A call's state: the finished sums and the group's meta. */
+typedef struct moe__lowbit_call {
   MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
-  MOE__ALIGN64 int32_t part[MOE_BLOCK_M * 64];
   MOE__ALIGN64 float scale[64];
   MOE__ALIGN64 int32_t zero[64];
   __m512i zero_words[4];
   int32_t asum[MOE_BLOCK_M];
-} moe__chunks;
+} moe__lowbit_call;
 
 /* The epilogue from the totals (A8: times the row scale): gemm1 act -> c, gemm2 (+ bias) * weight
  * into the rows. */
-MOE__AVX512_BASE MOE__INLINE void moe__chunks_store(const moe_gemm_args *g, const float *tot, int gemm1, int np, int a8) {
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, const float *tot, int gemm1, int np, int a8) {
   for (int32_t r = 0; r < g->mr; r++) {
     const float *t = tot + 64 * r;
     const __m512 s = _mm512_set1_ps(a8 ? g->a_scale[r] : 1.0f);
@@ -7693,7 +5640,7 @@ MOE__AVX512_BASE MOE__INLINE void moe__chunks_store(const moe_gemm_args *g, cons
 }
 
 /* The prefetch share of w_next that goes with finishing k1 of kred (large blocks only). */
-MOE__AVX512_BASE MOE__INLINE void moe__chunks_prefetch(const moe_gemm_args *g, size_t *done, int64_t k1) {
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_prefetch(const moe_gemm_args *g, size_t *done, int64_t k1) {
   size_t want;
   if (!g->w_next || g->mr < MOE__PF_MIN_ROWS) return;
   want = (size_t)((double)g->w_next_bytes * (double)k1 / (double)g->kred);
@@ -7712,73 +5659,63 @@ static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
   }
 }
 
-/* The tiles of one chunk: direct (codes decoded in registers; calls of at most 4 rows), or over
- * the decoded lines. */
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_tiles(moe_precision p, const moe_gemm_args *g, const moe__chunk *ck,
-                                                     int gemm1, int np, int direct) {
-  const int kind = gemm1 ? 0 : np == 2 ? 1 : 2;
-  if (direct) {
-    if (p == MOE_PREC_FP8) kind == 0 ? moe__fp8_gemm1_drows(g, ck) : kind == 1 ? moe__fp8_gemm2x2_drows(g, ck) : moe__fp8_gemm2_drows(g, ck);
-    else if (moe__is_a8(p)) kind == 0 ? moe__q4_gemm1_drows(g, ck) : kind == 1 ? moe__q4_gemm2x2_drows(g, ck) : moe__q4_gemm2_drows(g, ck);
-    else if (p == MOE_PREC_INT4_W4A16) kind == 0 ? moe__i4_gemm1_drows(g, ck) : kind == 1 ? moe__i4_gemm2x2_drows(g, ck) : moe__i4_gemm2_drows(g, ck);
-    else kind == 0 ? moe__b4_gemm1_drows(g, ck) : kind == 1 ? moe__b4_gemm2x2_drows(g, ck) : moe__b4_gemm2_drows(g, ck);
-  } else if (moe__is_a8(p)) {
-    kind == 0 ? moe__dq4_gemm1_crows(g, ck) : kind == 1 ? moe__dq4_gemm2x2_crows(g, ck) : moe__dq4_gemm2_crows(g, ck);
-  } else {
-    kind == 0 ? moe__dbf16_gemm1_crows(g, ck) : kind == 1 ? moe__dbf16_gemm2x2_crows(g, ck) : moe__dbf16_gemm2_crows(g, ck);
+/* The tiles of one group, every row of the call. */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_tiles(moe_precision p, const moe_gemm_args *g, const moe__group *ck, int kind) {
+  if (p == MOE_PREC_FP8) kind == 0 ? moe__fp8_gemm1_drows(g, ck) : kind == 1 ? moe__fp8_gemm2x2_drows(g, ck) : moe__fp8_gemm2_drows(g, ck);
+  else if (moe__is_a8(p)) kind == 0 ? moe__q4_gemm1_drows(g, ck) : kind == 1 ? moe__q4_gemm2x2_drows(g, ck) : moe__q4_gemm2_drows(g, ck);
+  else if (p == MOE_PREC_INT4_W4A16) kind == 0 ? moe__i4_gemm1_drows(g, ck) : kind == 1 ? moe__i4_gemm2x2_drows(g, ck) : moe__i4_gemm2_drows(g, ck);
+  else kind == 0 ? moe__b4_gemm1_drows(g, ck) : kind == 1 ? moe__b4_gemm2x2_drows(g, ck) : moe__b4_gemm2_drows(g, ck);
+}
+
+/* The scales and zero points of the call's panels and of the next call's (w_next): they lie apart
+ * from the codes, and a scale that comes from DRAM only when its group ends stalls the core. */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(moe_precision p, const moe_gemm_args *g, int np) {
+  const size_t at = moe__meta_offset(p, g->kpad);
+  for (int q = 0; q < 2 * np; q++) {
+    const uint8_t *panel = q < np ? g->w + (size_t)q * g->panel_bytes : g->w_next;
+    if (!panel || (q >= np && (size_t)(q - np) * g->panel_bytes >= g->w_next_bytes)) break;
+    if (q >= np) panel += (size_t)(q - np) * g->panel_bytes;
+    for (size_t off = at; off < g->panel_bytes; off += 64) _mm_prefetch((const char *)panel + off, _MM_HINT_T0);
   }
 }
 
 /* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
- * panels, gemm2 over one or two panels, k range by k range inside the scale groups:
- *   up to 4 rows (decode):  per group, the direct tiles decode each code line in registers
- *   more rows (prefill):    per chunk, decode it (every panel) into L1, then every row tile over it */
+ * panels, gemm2 over one or two panels; group by group, every row tile. */
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1,
-                                                           moe__chunks *cs) {
-  const int a8 = moe__is_a8(p), np = gemm1 || g->nr > MOE_NR ? 2 : 1, direct = g->mr <= 4;
-  const int32_t kr = moe__kr(p);
-  const int64_t kg = g->kgroup, kc = direct ? kg : a8 ? 2 * MOE__KC : MOE__KC;
+                                                           moe__lowbit_call *cs) {
+  const int a8 = moe__is_a8(p), np = gemm1 || g->nr > MOE_NR ? 2 : 1, kind = gemm1 ? 0 : np == 2 ? 1 : 2;
+  const int64_t kg = g->kgroup;
   moe__tables tab;
-  moe__chunk ck;
+  moe__group ck;
   size_t prefetched = 0;
   moe__tables_of(p, &tab);
+  moe__prefetch_meta(p, g, np);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
   memset(cs->tot, 0, (size_t)g->mr * 64 * sizeof(float));
-  ck.w0 = direct ? g->w : cs->lines[0], ck.w1 = direct ? g->w + g->panel_bytes : cs->lines[1];
-  ck.scale = cs->scale, ck.zero = cs->zero, ck.asum = cs->asum, ck.part = cs->part, ck.tot = cs->tot;
+  ck.w0 = g->w, ck.w1 = g->w + g->panel_bytes;
+  ck.scale = cs->scale, ck.zero = cs->zero, ck.asum = cs->asum, ck.tot = cs->tot;
   ck.tab = &tab, ck.zero_words = cs->zero_words;
-  for (int64_t k0 = 0, k1; k0 < g->kred; k0 = k1) {
-    const int64_t g0 = k0 / kg * kg, gend = g0 + kg < g->kred ? g0 + kg : g->kred;
-    k1 = k0 / kr * kr + kc < gend ? k0 / kr * kr + kc : gend;
-    ck.k0 = k0, ck.k1 = k1, ck.first = k0 == g0, ck.last = k1 == gend;
-    if (ck.first) {
-      for (int q = 0; q < np; q++)
-        moe__group_meta_avx512(p, g, g->w + (size_t)q * g->panel_bytes, k0 / kg, cs->scale + 32 * q, cs->zero + 32 * q,
-                               cs->zero_words + 2 * q);
-      for (int32_t r = 0; r < g->mr && a8; r++) cs->asum[r] = moe__sum_s8((const uint8_t *)g->a[r] + g0, gend - g0);
-    }
-    for (int q = 0; q < np && !direct; q++) {
-      const uint8_t *codes = g->w + (size_t)q * g->panel_bytes;
-      if (p == MOE_PREC_FP8) moe__decode_fp8(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q], &tab);
-      else if (a8) moe__decode_u4a8(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q]);
-      else moe__decode_4bit(codes, k0 / kr, moe__cdiv(k1, kr), cs->lines[q], &tab,
-                            p == MOE_PREC_INT4_W4A16 ? cs->zero_words + 2 * q : NULL);
-    }
-    moe__lowbit_tiles(p, g, &ck, gemm1, np, direct);
-    moe__chunks_prefetch(g, &prefetched, k1);
+  for (int64_t k0 = 0; k0 < g->kred; k0 += kg) {
+    ck.k0 = k0, ck.k1 = k0 + kg < g->kred ? k0 + kg : g->kred;
+    for (int q = 0; q < np; q++)
+      moe__group_meta_avx512(p, g, g->w + (size_t)q * g->panel_bytes, k0 / kg, cs->scale + 32 * q, cs->zero + 32 * q,
+                             cs->zero_words + 2 * q);
+    for (int32_t r = 0; r < g->mr && a8; r++) cs->asum[r] = moe__sum_s8((const uint8_t *)g->a[r] + k0, ck.k1 - k0);
+    moe__lowbit_tiles(p, g, &ck, kind);
+    moe__lowbit_prefetch(g, &prefetched, ck.k1);
   }
-  moe__chunks_store(g, cs->tot, gemm1, np, a8);
+  moe__lowbit_store(g, cs->tot, gemm1, np, a8);
 }
 
 /* The kernels of the list: gemm1 tiles of 5 rows x (32 gate + 32 up) columns; gemm2 5 x 64 while
- * nr > 32, else 12 x 32; each over decoded chunks (or direct, up to 4 rows). */
+ * nr > 32, else 12 x 32 (the names of the list); the low-bit tiles have up to 4 rows. */
 #define MOE__LOWBIT_UKERNELS(attr, fam, tile1, tile2, sfx, prec)                                             \
   attr void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {                             \
-    moe__chunks cs;                                                                                          \
+    moe__lowbit_call cs;                                                                                          \
     moe__lowbit_gemm_avx512(prec, g, 1, &cs);                                                                \
   }                                                                                                          \
   attr void moe_##fam##_gemm2_ukernel_##tile2##__##sfx(const moe_gemm_args *g) {                             \
-    moe__chunks cs;                                                                                          \
+    moe__lowbit_call cs;                                                                                          \
     moe__lowbit_gemm_avx512(prec, g, 0, &cs);                                                                \
   }
 MOE__LOWBIT_UKERNELS(MOE__AVX512_FP8, bf16_fp8w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_FP8)

@@ -103,70 +103,9 @@ def rows(prec, kind):
     return out
 
 
-# Chunk tiles: the same tiles over lines decoded into L1 (moe__chunk) for one k range of one scale
-# group; the sums start from and end in the chunk (zero or carried; scaled into the totals).
-CHUNKED = [
-    dict(name="dbf16", attr="MOE__AVX512_BF16_FN", acc="__m512", vec="__m512bh", dp="moe__dpbf16", kr=2, elt=2,
-         pad="0", sfx="ps", a=lambda b: f"(__m512bh){b}", dot=lambda c, a, v: f"{c} = moe__dpbf16({c}, {a}, {v});"),
-    dict(name="dq4", attr="MOE__AVX512_VNNI_FN", acc="__m512i", vec="__m512i", dp="moe__dpbusd", kr=4, elt=1,
-         pad="0x80", sfx="epi32", a=lambda b: f"_mm512_xor_si512({b}, _mm512_set1_epi8((char)0x80))",
-         dot=lambda c, a, v: f"{c} = moe__dpbusd({c}, {v}, {a});"),
-]
-
-
-def chunk_step(prec, kind, mr, index, bcast):
-    vec = prec["vec"]
-    load = (lambda at: f"_mm512_load_si512({at})") if vec == "__m512i" else (lambda at: f"({vec})_mm512_load_si512({at})")
-    out = [f"    const size_t off = (size_t)({index} - s0) * 128;",
-           f"    const {vec} v0 = {load('w0 + off')}, v1 = {load('w0 + off + 64')};"]
-    if kind["panels"] == 2:
-        out.append(f"    const {vec} v2 = {load('w1 + off')}, v3 = {load('w1 + off + 64')};")
-    for r in range(mr):
-        dots = " ".join(prec["dot"](f"c{v}_{r}", "a", f"v{v}") for v in range(2 * kind["panels"]))
-        out.append(f"    {{ const {vec} a = {prec['a'](bcast(r))}; {dots} }}")
-    return out
-
-
-def chunk_tile(prec, kind, mr):
-    p, k, kr = prec["name"], kind["name"], prec["kr"]
-    nacc = 2 * kind["panels"]
-    out = [f"/* {p} {k} chunk, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
-           f"{prec['attr']} MOE__NOINLINE void moe__{p}_{k}_ctile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__chunk *ck) {{",
-           "  const uint8_t *w0 = ck->w0" + (", *w1 = ck->w1;" if kind["panels"] == 2 else ";"),
-           "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";",
-           f"  const int64_t s0 = ck->k0 / {kr}, lo = (ck->k0 + {kr - 1}) / {kr}, hi = ck->k1 / {kr}, s1 = (ck->k1 + {kr - 1}) / {kr};"]
-    for r in range(mr):
-        out.append(f"  {prec['acc']} " + ", ".join(f"c{v}_{r} = moe__chunk_in_{prec['sfx']}(ck, r0 + {r}, {v})" for v in range(nacc)) + ";")
-    rng = lambda i: (lambda r: f"moe__bcast_range(a{r}, {i}, ck->k0, ck->k1, {kr}, {prec['elt']}, {prec['pad']})")
-    out.append("  if (s0 < lo) { /* the chunk starts inside a k-group: only its elements from k0 */")
-    out += chunk_step(prec, kind, mr, "s0", rng("s0"))
-    out.append("  }")
-    out.append("  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++) {")
-    out += chunk_step(prec, kind, mr, "i", lambda r: f"moe__bcast_group(a{r}, i)")
-    out.append("  }")
-    out.append("  if (hi < s1) { /* the chunk ends inside a k-group: only its elements below k1 */")
-    out += chunk_step(prec, kind, mr, "hi", rng("hi"))
-    out.append("  }")
-    for r in range(mr):
-        out.append("  " + " ".join(f"moe__chunk_out_{prec['sfx']}(ck, r0 + {r}, {v}, c{v}_{r});" for v in range(nacc)))
-    out.append("}")
-    return out
-
-
-def chunk_rows(prec, kind):
-    p, k, n = prec["name"], kind["name"], kind["rows"]
-    out = [f"/* {p} {k} chunk over any mr: tiles of {n} rows, then the rest */",
-           f"{prec['attr']} void moe__{p}_{k}_crows(const moe_gemm_args *g, const moe__chunk *ck) {{",
-           f"  for (int32_t r0 = 0; r0 < g->mr; r0 += {n}) {{",
-           f"    switch (g->mr - r0 < {n} ? g->mr - r0 : {n}) {{"]
-    out += [f"    case {m}: moe__{p}_{k}_ctile_{m}(g, r0, ck); break;" for m in range(1, n)]
-    out += [f"    default: moe__{p}_{k}_ctile_{n}(g, r0, ck); break;", "    }", "  }", "}"]
-    return out
-
-
-# Direct tiles (decode regime, a call of at most 4 rows): the codes are decoded in registers at
-# each k step, so every weight byte is read once and its decode overlaps the dot products. One
-# call per scale group (moe__chunk with first = last = 1).
+# Low-bit tiles: the codes are decoded in registers at each k step (every weight byte is read once
+# from memory; tiles of up to 4 rows decode it again from cache, hidden under their dot products).
+# One call per scale group and tile (moe__group).
 DIRECT = [
     dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
     dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
@@ -224,9 +163,9 @@ def direct_tile(fam, kind, mr):
     by_pair = False
     by_step = f == "q4" and mr == 1
     out = [f"/* {f} {k} direct, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
-           f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_dtile_{mr}(const moe_gemm_args *g, const moe__chunk *ck) {{",
+           f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_dtile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {{",
            "  const uint8_t *w0 = ck->w0" + (", *w1 = ck->w1;" if kind["panels"] == 2 else ";"),
-           "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[{r}]" for r in range(mr)) + ";",
+           "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";",
            f"  const int64_t lo = (ck->k0 + {kr - 1}) / {kr}, hi = ck->k1 / {kr}, s1 = (ck->k1 + {kr - 1}) / {kr};"]
     if f == "fp8":
         out.append("  const moe__tables t = *ck->tab;")
@@ -235,7 +174,7 @@ def direct_tile(fam, kind, mr):
         out.append(f"  const __m512i t = ck->tab->{'lo0' if fam.get('zero') else 'hi0'};")
     zero = "_mm512_setzero_ps()" if a16 else "_mm512_setzero_si512()"
     for r in range(mr):
-        out.append(f"  {'__m512' if a16 else '__m512i'} " + ", ".join(f"c{v}_{r} = moe__chunk_in_{sfx}(ck, {r}, {v})" for v in range(nacc)) + ";")
+        out.append(f"  {'__m512' if a16 else '__m512i'} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
         if by_pair or by_step:
             out.append(f"  {'__m512' if a16 else '__m512i'} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
     if fam["pairs"] == 4:  # pair j of step i is pair 4i + j
@@ -269,18 +208,23 @@ def direct_tile(fam, kind, mr):
         for r in range(mr):
             out.append("  " + " ".join(f"c{v}_{r} = {add}(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
     for r in range(mr):
-        out.append("  " + " ".join(f"moe__chunk_out_{sfx}(ck, {r}, {v}, c{v}_{r});" for v in range(nacc)))
+        out.append("  " + " ".join(f"moe__group_out_{sfx}(ck, r0 + {r}, {v}, c{v}_{r});" for v in range(nacc)))
     out.append("}")
     return out
 
 
 def direct_rows(fam, kind):
+    """ceil(mr / 4) tiles of as equal heights as they can be (7 rows: 4 + 3, 9: 3 + 3 + 3): each
+    tile decodes the codes again, which the dot products of 3 or 4 rows hide."""
     f, k = fam["name"], kind["name"]
-    out = [f"/* {f} {k} direct over mr 1..4 rows */",
-           f"{fam['attr']} void moe__{f}_{k}_drows(const moe_gemm_args *g, const moe__chunk *ck) {{",
-           "  switch (g->mr) {"]
-    out += [f"  case {m}: moe__{f}_{k}_dtile_{m}(g, ck); break;" for m in range(1, 4)]
-    out += [f"  default: moe__{f}_{k}_dtile_4(g, ck); break;", "  }", "}"]
+    out = [f"/* {f} {k} direct over any mr: tiles of at most 4 rows, heights balanced */",
+           f"{fam['attr']} void moe__{f}_{k}_drows(const moe_gemm_args *g, const moe__group *ck) {{",
+           "  const int32_t tiles = (g->mr + 3) / 4;",
+           "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
+           "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
+           "    switch (rows) {"]
+    out += [f"    case {m}: moe__{f}_{k}_dtile_{m}(g, r0, ck); break;" for m in range(1, 4)]
+    out += [f"    default: moe__{f}_{k}_dtile_4(g, r0, ck); break;", "    }", "    r0 += rows;", "  }", "}"]
     return out
 
 
@@ -291,11 +235,6 @@ def generate():
             for mr in range(1, kind["rows"] + 1):
                 out += tile(prec, kind, mr) + [""]
             out += rows(prec, kind) + [""]
-    for prec in CHUNKED:
-        for kind in KINDS:
-            for mr in range(1, kind["rows"] + 1):
-                out += chunk_tile(prec, kind, mr) + [""]
-            out += chunk_rows(prec, kind) + [""]
     for fam in DIRECT:
         for kind in KINDS:
             for mr in range(1, 5):
