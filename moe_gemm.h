@@ -986,7 +986,23 @@ typedef struct moe__group {
   float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
   const struct moe__tables *tab; /* the decoder's tables                                        */
   const __m512i *zero_words;     /* W4A16: [4] the group's zero point of each code word         */
+  const uint8_t *next[2];        /* the codes read after this group's, per panel (or NULL)      */
+  size_t next_bytes;             /* to prefetch while the group's tiles run                    */
 } moe__group;
+
+/* Tile t of `tiles` prefetches its share of the next codes (per panel), over its `steps` k steps:
+ * the tiles' decode keeps the core busy long enough that the hardware prefetcher alone lets DRAM
+ * idle between groups. */
+static inline MOE__INLINE void moe__group_prefetchers(const moe__group *ck, int32_t t, int32_t tiles, int64_t steps,
+                                                     moe__prefetcher pf[2]) {
+  for (int q = 0; q < 2; q++) {
+    const int64_t lines = (int64_t)((ck->next_bytes + 63) / 64), share = (lines + tiles - 1) / tiles;
+    const int64_t first = t * share < lines ? t * share : lines, last = first + share < lines ? first + share : lines;
+    pf[q].next = ck->next[q] ? ck->next[q] + 64 * first : NULL;
+    pf[q].end = ck->next[q] ? ck->next[q] + 64 * last : NULL;
+    pf[q].lines_per_step = (int)((share + steps - 1) / (steps > 0 ? steps : 1));
+  }
+}
 
 /* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
  * bf16 words of their 16 values, twice (hi0), and for int4 in L1 those of q - zero (lo0). */
@@ -2898,7 +2914,8 @@ MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
 }
 
 /* fp8 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -2920,6 +2937,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args
     __m512bh v10, v11;
     moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -2933,7 +2951,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args
 }
 
 /* fp8 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -2958,6 +2977,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args
     moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -2973,7 +2993,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args
 }
 
 /* fp8 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3001,6 +3022,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3018,7 +3040,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args
 }
 
 /* fp8 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3049,6 +3072,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3072,18 +3096,21 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm1_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 1) / 2, pf);
     switch (rows) {
-    case 1: moe__fp8_gemm1_dtile_1(g, r0, ck); break;
-    case 2: moe__fp8_gemm1_dtile_2(g, r0, ck); break;
-    case 3: moe__fp8_gemm1_dtile_3(g, r0, ck); break;
-    default: moe__fp8_gemm1_dtile_4(g, r0, ck); break;
+    case 1: moe__fp8_gemm1_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__fp8_gemm1_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__fp8_gemm1_dtile_3(g, r0, ck, pf); break;
+    default: moe__fp8_gemm1_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* fp8 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3105,6 +3132,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_ar
     __m512bh v10, v11;
     moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3118,7 +3146,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_ar
 }
 
 /* fp8 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3143,6 +3172,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_ar
     moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3158,7 +3188,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_ar
 }
 
 /* fp8 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3186,6 +3217,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3203,7 +3235,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_ar
 }
 
 /* fp8 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3234,6 +3267,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3257,18 +3291,21 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_drows(const moe_gemm_args *g, const moe
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 1) / 2, pf);
     switch (rows) {
-    case 1: moe__fp8_gemm2x2_dtile_1(g, r0, ck); break;
-    case 2: moe__fp8_gemm2x2_dtile_2(g, r0, ck); break;
-    case 3: moe__fp8_gemm2x2_dtile_3(g, r0, ck); break;
-    default: moe__fp8_gemm2x2_dtile_4(g, r0, ck); break;
+    case 1: moe__fp8_gemm2x2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__fp8_gemm2x2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__fp8_gemm2x2_dtile_3(g, r0, ck, pf); break;
+    default: moe__fp8_gemm2x2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* fp8 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3286,6 +3323,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args
     __m512bh v00, v01;
     moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3297,7 +3335,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args
 }
 
 /* fp8 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3318,6 +3357,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args
     moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3331,7 +3371,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args
 }
 
 /* fp8 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3355,6 +3396,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3370,7 +3412,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args
 }
 
 /* fp8 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                              moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
@@ -3397,6 +3440,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3418,18 +3462,21 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm2_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 1) / 2, pf);
     switch (rows) {
-    case 1: moe__fp8_gemm2_dtile_1(g, r0, ck); break;
-    case 2: moe__fp8_gemm2_dtile_2(g, r0, ck); break;
-    case 3: moe__fp8_gemm2_dtile_3(g, r0, ck); break;
-    default: moe__fp8_gemm2_dtile_4(g, r0, ck); break;
+    case 1: moe__fp8_gemm2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__fp8_gemm2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__fp8_gemm2_dtile_3(g, r0, ck, pf); break;
+    default: moe__fp8_gemm2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* b4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3454,6 +3501,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args
     const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3479,7 +3527,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args
 }
 
 /* b4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3509,6 +3558,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3539,7 +3589,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args
 }
 
 /* b4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3574,6 +3625,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3609,7 +3661,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args
 }
 
 /* b4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3649,6 +3702,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3693,18 +3747,21 @@ MOE__AVX512_BF16_FN void moe__b4_gemm1_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
     switch (rows) {
-    case 1: moe__b4_gemm1_dtile_1(g, r0, ck); break;
-    case 2: moe__b4_gemm1_dtile_2(g, r0, ck); break;
-    case 3: moe__b4_gemm1_dtile_3(g, r0, ck); break;
-    default: moe__b4_gemm1_dtile_4(g, r0, ck); break;
+    case 1: moe__b4_gemm1_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__b4_gemm1_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__b4_gemm1_dtile_3(g, r0, ck, pf); break;
+    default: moe__b4_gemm1_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* b4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3729,6 +3786,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_ar
     const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3754,7 +3812,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_ar
 }
 
 /* b4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3784,6 +3843,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3814,7 +3874,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_ar
 }
 
 /* b4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3849,6 +3910,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3884,7 +3946,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_ar
 }
 
 /* b4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -3924,6 +3987,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -3968,18 +4032,21 @@ MOE__AVX512_BF16_FN void moe__b4_gemm2x2_drows(const moe_gemm_args *g, const moe
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
     switch (rows) {
-    case 1: moe__b4_gemm2x2_dtile_1(g, r0, ck); break;
-    case 2: moe__b4_gemm2x2_dtile_2(g, r0, ck); break;
-    case 3: moe__b4_gemm2x2_dtile_3(g, r0, ck); break;
-    default: moe__b4_gemm2x2_dtile_4(g, r0, ck); break;
+    case 1: moe__b4_gemm2x2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__b4_gemm2x2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__b4_gemm2x2_dtile_3(g, r0, ck, pf); break;
+    default: moe__b4_gemm2x2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* b4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4004,6 +4071,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args
     const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4029,7 +4097,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args
 }
 
 /* b4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4059,6 +4128,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4089,7 +4159,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args
 }
 
 /* b4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4124,6 +4195,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4159,7 +4231,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args
 }
 
 /* b4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4199,6 +4272,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4243,18 +4317,21 @@ MOE__AVX512_BF16_FN void moe__b4_gemm2_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
     switch (rows) {
-    case 1: moe__b4_gemm2_dtile_1(g, r0, ck); break;
-    case 2: moe__b4_gemm2_dtile_2(g, r0, ck); break;
-    case 3: moe__b4_gemm2_dtile_3(g, r0, ck); break;
-    default: moe__b4_gemm2_dtile_4(g, r0, ck); break;
+    case 1: moe__b4_gemm2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__b4_gemm2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__b4_gemm2_dtile_3(g, r0, ck, pf); break;
+    default: moe__b4_gemm2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* i4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4279,6 +4356,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args
     const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4304,7 +4382,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args
 }
 
 /* i4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4334,6 +4413,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4364,7 +4444,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args
 }
 
 /* i4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4399,6 +4480,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4434,7 +4516,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args
 }
 
 /* i4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4474,6 +4557,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4518,18 +4602,21 @@ MOE__AVX512_BF16_FN void moe__i4_gemm1_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
     switch (rows) {
-    case 1: moe__i4_gemm1_dtile_1(g, r0, ck); break;
-    case 2: moe__i4_gemm1_dtile_2(g, r0, ck); break;
-    case 3: moe__i4_gemm1_dtile_3(g, r0, ck); break;
-    default: moe__i4_gemm1_dtile_4(g, r0, ck); break;
+    case 1: moe__i4_gemm1_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__i4_gemm1_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__i4_gemm1_dtile_3(g, r0, ck, pf); break;
+    default: moe__i4_gemm1_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* i4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4554,6 +4641,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_ar
     const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4579,7 +4667,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_ar
 }
 
 /* i4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4609,6 +4698,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4639,7 +4729,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_ar
 }
 
 /* i4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4674,6 +4765,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4709,7 +4801,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_ar
 }
 
 /* i4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4749,6 +4842,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4793,18 +4887,21 @@ MOE__AVX512_BF16_FN void moe__i4_gemm2x2_drows(const moe_gemm_args *g, const moe
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
     switch (rows) {
-    case 1: moe__i4_gemm2x2_dtile_1(g, r0, ck); break;
-    case 2: moe__i4_gemm2x2_dtile_2(g, r0, ck); break;
-    case 3: moe__i4_gemm2x2_dtile_3(g, r0, ck); break;
-    default: moe__i4_gemm2x2_dtile_4(g, r0, ck); break;
+    case 1: moe__i4_gemm2x2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__i4_gemm2x2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__i4_gemm2x2_dtile_3(g, r0, ck, pf); break;
+    default: moe__i4_gemm2x2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* i4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4829,6 +4926,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args
     const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4854,7 +4952,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args
 }
 
 /* i4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4884,6 +4983,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4914,7 +5014,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args
 }
 
 /* i4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -4949,6 +5050,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -4984,7 +5086,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args
 }
 
 /* i4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
@@ -5024,6 +5127,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args
     { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
     { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
     }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5068,18 +5172,21 @@ MOE__AVX512_BF16_FN void moe__i4_gemm2_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
     switch (rows) {
-    case 1: moe__i4_gemm2_dtile_1(g, r0, ck); break;
-    case 2: moe__i4_gemm2_dtile_2(g, r0, ck); break;
-    case 3: moe__i4_gemm2_dtile_3(g, r0, ck); break;
-    default: moe__i4_gemm2_dtile_4(g, r0, ck); break;
+    case 1: moe__i4_gemm2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__i4_gemm2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__i4_gemm2_dtile_3(g, r0, ck, pf); break;
+    default: moe__i4_gemm2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* q4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5093,6 +5200,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args
     __m512i v10, v11;
     moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
     { const int64_t i_ = i + 1;
     __m512i v00, v01;
@@ -5100,6 +5208,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args
     __m512i v10, v11;
     moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   }
   if (i < hi)
@@ -5123,7 +5232,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args
 }
 
 /* q4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5137,6 +5247,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args
     moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5152,7 +5263,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args
 }
 
 /* q4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5168,6 +5280,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5185,7 +5298,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args
 }
 
 /* q4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5203,6 +5317,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5226,18 +5341,21 @@ MOE__AVX512_VNNI_FN void moe__q4_gemm1_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 3) / 4, pf);
     switch (rows) {
-    case 1: moe__q4_gemm1_dtile_1(g, r0, ck); break;
-    case 2: moe__q4_gemm1_dtile_2(g, r0, ck); break;
-    case 3: moe__q4_gemm1_dtile_3(g, r0, ck); break;
-    default: moe__q4_gemm1_dtile_4(g, r0, ck); break;
+    case 1: moe__q4_gemm1_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__q4_gemm1_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__q4_gemm1_dtile_3(g, r0, ck, pf); break;
+    default: moe__q4_gemm1_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* q4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5251,6 +5369,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_ar
     __m512i v10, v11;
     moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
     { const int64_t i_ = i + 1;
     __m512i v00, v01;
@@ -5258,6 +5377,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_ar
     __m512i v10, v11;
     moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   }
   if (i < hi)
@@ -5281,7 +5401,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_ar
 }
 
 /* q4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5295,6 +5416,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_ar
     moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5310,7 +5432,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_ar
 }
 
 /* q4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5326,6 +5449,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_ar
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5343,7 +5467,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_ar
 }
 
 /* q4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0, *w1 = ck->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5361,6 +5486,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_ar
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5384,18 +5510,21 @@ MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_drows(const moe_gemm_args *g, const moe
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 3) / 4, pf);
     switch (rows) {
-    case 1: moe__q4_gemm2x2_dtile_1(g, r0, ck); break;
-    case 2: moe__q4_gemm2x2_dtile_2(g, r0, ck); break;
-    case 3: moe__q4_gemm2x2_dtile_3(g, r0, ck); break;
-    default: moe__q4_gemm2x2_dtile_4(g, r0, ck); break;
+    case 1: moe__q4_gemm2x2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__q4_gemm2x2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__q4_gemm2x2_dtile_3(g, r0, ck, pf); break;
+    default: moe__q4_gemm2x2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
 }
 
 /* q4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5407,11 +5536,13 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args
     __m512i v00, v01;
     moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
     { const int64_t i_ = i + 1;
     __m512i v00, v01;
     moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   }
   if (i < hi)
@@ -5431,7 +5562,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args
 }
 
 /* q4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5443,6 +5575,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args
     moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5456,7 +5589,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args
 }
 
 /* q4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5470,6 +5604,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5485,7 +5620,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args
 }
 
 /* q4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
+                                               moe__prefetcher *pf) {
   const uint8_t *w0 = ck->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
@@ -5501,6 +5637,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
     { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
+    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
     }
   if (hi < s1) /* the group ends inside a step: only its elements below k1 */
     { const int64_t i_ = hi;
@@ -5522,11 +5659,13 @@ MOE__AVX512_VNNI_FN void moe__q4_gemm2_drows(const moe_gemm_args *g, const moe__
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    moe__prefetcher pf[2];
+    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 3) / 4, pf);
     switch (rows) {
-    case 1: moe__q4_gemm2_dtile_1(g, r0, ck); break;
-    case 2: moe__q4_gemm2_dtile_2(g, r0, ck); break;
-    case 3: moe__q4_gemm2_dtile_3(g, r0, ck); break;
-    default: moe__q4_gemm2_dtile_4(g, r0, ck); break;
+    case 1: moe__q4_gemm2_dtile_1(g, r0, ck, pf); break;
+    case 2: moe__q4_gemm2_dtile_2(g, r0, ck, pf); break;
+    case 3: moe__q4_gemm2_dtile_3(g, r0, ck, pf); break;
+    default: moe__q4_gemm2_dtile_4(g, r0, ck, pf); break;
     }
     r0 += rows;
   }
@@ -5617,6 +5756,9 @@ MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
 
 #define MOE__ALIGN64 __attribute__((aligned(64)))
 
+#ifndef MOE__LOWBIT_PF_MIN_ROWS
+#define MOE__LOWBIT_PF_MIN_ROWS 99
+#endif
 /* A call's state: the finished sums and the group's meta. */
 typedef struct moe__lowbit_call {
   MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
@@ -5639,13 +5781,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, cons
   }
 }
 
-/* The prefetch share of w_next that goes with finishing k1 of kred (large blocks only). */
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_prefetch(const moe_gemm_args *g, size_t *done, int64_t k1) {
-  size_t want;
-  if (!g->w_next || g->mr < MOE__PF_MIN_ROWS) return;
-  want = (size_t)((double)g->w_next_bytes * (double)k1 / (double)g->kred);
-  for (; *done < want; *done += 64) _mm_prefetch((const char *)g->w_next + *done, _MM_HINT_T1);
-}
 
 /* The decoder's tables for precision p. */
 static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
@@ -5679,6 +5814,24 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(moe_precision p, const moe_
   }
 }
 
+/* The codes after group [k0, k1): the next group's, or after the last group the first group of the
+ * panels the caller reads next (w_next). Prefetched at every row count: measured on Zen 5, 2
+ * threads, it lifts M = 128 from 0.33-0.50 to 0.83-0.98 of the roofline and M = 1 by ~10%. */
+MOE__AVX512_BASE MOE__INLINE void moe__next_codes(moe_precision p, const moe_gemm_args *g, int np, moe__group *ck) {
+  const size_t per_k = MOE_NR * (size_t)moe__code_bits(moe__traits(p)->code) / 8;
+  const int64_t kg = g->kgroup;
+  ck->next[0] = ck->next[1] = NULL, ck->next_bytes = 0;
+  for (int q = 0; q < np; q++) {
+    if (ck->k1 < g->kred) {
+      ck->next[q] = g->w + (size_t)q * g->panel_bytes + (size_t)ck->k1 * per_k / 64 * 64;
+      ck->next_bytes = (size_t)((ck->k1 + kg < g->kred ? ck->k1 + kg : g->kred) - ck->k1) * per_k + 64;
+    } else if (g->w_next && (size_t)q * g->panel_bytes < g->w_next_bytes) {
+      ck->next[q] = g->w_next + (size_t)q * g->panel_bytes;
+      ck->next_bytes = (size_t)(kg < g->kred ? kg : g->kred) * per_k;
+    }
+  }
+}
+
 /* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
  * panels, gemm2 over one or two panels; group by group, every row tile. */
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1,
@@ -5687,7 +5840,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const
   const int64_t kg = g->kgroup;
   moe__tables tab;
   moe__group ck;
-  size_t prefetched = 0;
   moe__tables_of(p, &tab);
   moe__prefetch_meta(p, g, np);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
@@ -5701,8 +5853,8 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const
       moe__group_meta_avx512(p, g, g->w + (size_t)q * g->panel_bytes, k0 / kg, cs->scale + 32 * q, cs->zero + 32 * q,
                              cs->zero_words + 2 * q);
     for (int32_t r = 0; r < g->mr && a8; r++) cs->asum[r] = moe__sum_s8((const uint8_t *)g->a[r] + k0, ck.k1 - k0);
+    moe__next_codes(p, g, np, &ck);
     moe__lowbit_tiles(p, g, &ck, kind);
-    moe__lowbit_prefetch(g, &prefetched, ck.k1);
   }
   moe__lowbit_store(g, cs->tot, gemm1, np, a8);
 }

@@ -114,7 +114,7 @@ DIRECT = [
 ]
 
 
-def direct_step(fam, kind, mr, bcast, index, acc):
+def direct_step(fam, kind, mr, bcast, index, acc, prefetch=False):
     """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
     decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
     (vector 2p + h: panel p, columns 16h..16h+15)."""
@@ -148,6 +148,8 @@ def direct_step(fam, kind, mr, bcast, index, acc):
                 out.append(f"    {{ const __m512bh a = (__m512bh){bcast(r, j)}; {dots} }}")
         if fam["pairs"] == 4:
             out.append("    }")
+    if prefetch:
+        out.append("    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);")
     out.append("    }")
     return out
 
@@ -163,7 +165,8 @@ def direct_tile(fam, kind, mr):
     by_pair = False
     by_step = f == "q4" and mr == 1
     out = [f"/* {f} {k} direct, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
-           f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_dtile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__group *ck) {{",
+           f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_dtile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__group *ck,",
+           f"{' ' * len(fam['attr'])}                            moe__prefetcher *pf) {{",
            "  const uint8_t *w0 = ck->w0" + (", *w1 = ck->w1;" if kind["panels"] == 2 else ";"),
            "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";",
            f"  const int64_t lo = (ck->k0 + {kr - 1}) / {kr}, hi = ck->k1 / {kr}, s1 = (ck->k1 + {kr - 1}) / {kr};"]
@@ -193,14 +196,14 @@ def direct_tile(fam, kind, mr):
     if by_step:
         out.append("  int64_t i = lo;")
         out.append("  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
-        out += direct_step(fam, kind, mr, full, "i", lambda j: "c")
-        out += direct_step(fam, kind, mr, full, "i + 1", lambda j: "d")
+        out += direct_step(fam, kind, mr, full, "i", lambda j: "c", True)
+        out += direct_step(fam, kind, mr, full, "i + 1", lambda j: "d", True)
         out.append("  }")
         out.append("  if (i < hi)")
         out += direct_step(fam, kind, mr, full, "i", acc)
     else:
         out.append("  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-        out += direct_step(fam, kind, mr, full, "i", acc)
+        out += direct_step(fam, kind, mr, full, "i", acc, True)
     out.append("  if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
     out += direct_step(fam, kind, mr, rng, "hi", acc)
     if by_pair or by_step:
@@ -222,9 +225,11 @@ def direct_rows(fam, kind):
            "  const int32_t tiles = (g->mr + 3) / 4;",
            "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
            "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
+           "    moe__prefetcher pf[2];",
+           f"    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + {fam['kr'] - 1}) / {fam['kr']}, pf);",
            "    switch (rows) {"]
-    out += [f"    case {m}: moe__{f}_{k}_dtile_{m}(g, r0, ck); break;" for m in range(1, 4)]
-    out += [f"    default: moe__{f}_{k}_dtile_4(g, r0, ck); break;", "    }", "    r0 += rows;", "  }", "}"]
+    out += [f"    case {m}: moe__{f}_{k}_dtile_{m}(g, r0, ck, pf); break;" for m in range(1, 4)]
+    out += [f"    default: moe__{f}_{k}_dtile_4(g, r0, ck, pf); break;", "    }", "    r0 += rows;", "  }", "}"]
     return out
 
 
