@@ -977,31 +977,64 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
  * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
  * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
  * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
-typedef struct moe__group {
+typedef struct moe__lowbit {
+  moe_precision p;
   const uint8_t *w0, *w1;        /* the panels' codes                                           */
-  int64_t k0, k1;                /* the group: k0 <= k < k1                                     */
-  const float *scale;            /* [4][16]: the group scale of each 16-column vector          */
-  const int32_t *zero;           /* W4A8: [4][16] zero points                                   */
-  const int32_t *asum;           /* W4A8: [mr] sums of (a - 128) over the group                 */
-  float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
+  const uint8_t *meta[2];        /* the panels' group scales (f32, or e8m0 bytes)               */
+  const uint8_t *zeros[2];       /* INT4: the panels' zero points                               */
   const struct moe__tables *tab; /* the decoder's tables                                        */
-  const __m512i *zero_words;     /* W4A16: [4] the group's zero point of each code word         */
-  const uint8_t *next[2];        /* the codes read after this group's, per panel (or NULL)      */
-  size_t next_bytes;             /* to prefetch while the group's tiles run                    */
-} moe__group;
+  float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
+} moe__lowbit;
 
-/* Tile t of `tiles` prefetches its share of the next codes (per panel), over its `steps` k steps:
- * the tiles' decode keeps the core busy long enough that the hardware prefetcher alone lets DRAM
- * idle between groups. */
-static inline MOE__INLINE void moe__group_prefetchers(const moe__group *ck, int32_t t, int32_t tiles, int64_t steps,
-                                                     moe__prefetcher pf[2]) {
-  for (int q = 0; q < 2; q++) {
-    const int64_t lines = (int64_t)((ck->next_bytes + 63) / 64), share = (lines + tiles - 1) / tiles;
-    const int64_t first = t * share < lines ? t * share : lines, last = first + share < lines ? first + share : lines;
-    pf[q].next = ck->next[q] ? ck->next[q] + 64 * first : NULL;
-    pf[q].end = ck->next[q] ? ck->next[q] + 64 * last : NULL;
-    pf[q].lines_per_step = (int)((share + steps - 1) / (steps > 0 ? steps : 1));
+#define MOE__LOWBIT_AHEAD 4096 /* bytes the first tile prefetches ahead of its loads, per panel */
+
+/* The group scale of the tile's 16-column vector v (panel v / 2, columns 16 (v % 2) ..) for group
+ * gi: f32, or e8m0 as 2^(e - 127) (e = 0 the subnormal 2^-127, e = 255 NaN). */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__lowbit_scale(const moe__lowbit *L, int64_t gi, int v) {
+  const uint8_t *at = L->meta[v >> 1] + (size_t)gi * MOE_NR + 16 * (size_t)(v & 1);
+  if (moe__meta_of(L->p) == MOE__META_E8M0) {
+    __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)at));
+    __m512i bits = _mm512_slli_epi32(e, 23);
+    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7FC00000));
+    return _mm512_castsi512_ps(bits);
   }
+  return _mm512_loadu_ps((const float *)(const void *)(L->meta[v >> 1] + 4 * ((size_t)gi * MOE_NR + 16 * (size_t)(v & 1))));
+}
+/* INT4 zero points of vector v for group gi, as int32. */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__lowbit_zero(const moe__lowbit *L, int64_t gi, int v) {
+  const uint8_t *at = L->zeros[v >> 1] + (size_t)gi * MOE_NR + 16 * (size_t)(v & 1);
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)at));
+}
+/* ... and as the words of layout (c): each column's zero in both of its words. */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_zero_words(const moe__lowbit *L, int64_t gi, int np, __m512i zw[4]) {
+  for (int v = 0; v < 2 * np; v++) {
+    __m512i z = moe__lowbit_zero(L, gi, v);
+    zw[v] = _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
+  }
+}
+/* The end of a group: tot[r][16v..] = fma(sum, scale, tot[r][16v..]). */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_finish(const moe__lowbit *L, int32_t r, int v, __m512 sum, __m512 scale) {
+  float *t = L->tot + 64 * r + 16 * v;
+  _mm512_store_ps(t, _mm512_fmadd_ps(sum, scale, _mm512_load_ps(t)));
+}
+/* W4A8's group sum without its zero point, exact: sum_k q (a - 128) - zero * sum_k (a - 128). */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__lowbit_isum(__m512i sum, __m512i zero, int32_t asum) {
+  return _mm512_cvtepi32_ps(_mm512_sub_epi32(sum, _mm512_mullo_epi32(zero, _mm512_set1_epi32(asum))));
+}
+/* sum_k (a[k] - 128) over n bytes */
+MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t i = 0; i < n; i += 64) {
+    __mmask64 mk = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+    acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(mk, a + i), _mm512_setzero_si512()));
+  }
+  return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
+}
+
+/* `lines` cache lines from p into L2. */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int lines) {
+  for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
 }
 
 /* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
@@ -1051,18 +1084,6 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_range(const uint8_t *a, int64_t 
     if (k >= k0 && k < k1) memcpy(b + (size_t)j * elt, a + (size_t)k * elt, elt);
   }
   return _mm512_set1_epi32((int)moe__load_u32(b));
-}
-
-MOE__AVX512_BASE MOE__INLINE void moe__group_total(const moe__group *ck, int32_t r, int v, __m512 sum) {
-  float *t = ck->tot + 64 * r + 16 * v;
-  _mm512_store_ps(t, _mm512_fmadd_ps(sum, _mm512_load_ps(ck->scale + 16 * v), _mm512_load_ps(t)));
-}
-MOE__AVX512_BASE MOE__INLINE void moe__group_out_ps(const moe__group *ck, int32_t r, int v, __m512 acc) {
-  moe__group_total(ck, r, v, acc);
-}
-MOE__AVX512_BASE MOE__INLINE void moe__group_out_epi32(const moe__group *ck, int32_t r, int v, __m512i acc) {
-  __m512i zsum = _mm512_mullo_epi32(_mm512_load_si512(ck->zero + 16 * v), _mm512_set1_epi32(ck->asum[r]));
-  moe__group_total(ck, r, v, _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, zsum)));
 }
 
 /* Each tile height is its own function (a compile-time MR, never inlined back into one). */
@@ -2913,2759 +2934,3100 @@ MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
   }
 }
 
-/* fp8 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  }
 }
 
-/* fp8 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* fp8 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* fp8 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* fp8 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_FP8_FN void moe__fp8_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* fp8 gemm1 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_FP8_FN void moe__fp8_gemm1_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 1) / 2, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__fp8_gemm1_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__fp8_gemm1_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__fp8_gemm1_dtile_3(g, r0, ck, pf); break;
-    default: moe__fp8_gemm1_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__fp8_gemm1_tile_1(g, r0, L, ahead); break;
+    case 2: moe__fp8_gemm1_tile_2(g, r0, L, ahead); break;
+    case 3: moe__fp8_gemm1_tile_3(g, r0, L, ahead); break;
+    default: moe__fp8_gemm1_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* fp8 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  }
 }
 
-/* fp8 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* fp8 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* fp8 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* fp8 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    __m512bh v10, v11;
-    moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* fp8 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* fp8 gemm2x2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 1) / 2, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__fp8_gemm2x2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__fp8_gemm2x2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__fp8_gemm2x2_dtile_3(g, r0, ck, pf); break;
-    default: moe__fp8_gemm2x2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__fp8_gemm2x2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__fp8_gemm2x2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__fp8_gemm2x2_tile_3(g, r0, L, ahead); break;
+    default: moe__fp8_gemm2x2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* fp8 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* fp8 gemm2, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  }
 }
 
-/* fp8 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* fp8 gemm2, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  }
 }
 
-/* fp8 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* fp8 gemm2, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
+  }
 }
 
-/* fp8 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                              moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* fp8 gemm2, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 1) / 2, hi = ck->k1 / 2, s1 = (ck->k1 + 1) / 2;
-  const moe__tables t = *ck->tab;
-  const int64_t s0 = ck->k0 / 2;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
-  if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-    { const int64_t i_ = s0;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1);
     }
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512bh v00, v01;
-    moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3);
+  }
 }
 
-/* fp8 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_FP8_FN void moe__fp8_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* fp8 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_FP8_FN void moe__fp8_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 1) / 2, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__fp8_gemm2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__fp8_gemm2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__fp8_gemm2_dtile_3(g, r0, ck, pf); break;
-    default: moe__fp8_gemm2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__fp8_gemm2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__fp8_gemm2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__fp8_gemm2_tile_3(g, r0, L, ahead); break;
+    default: moe__fp8_gemm2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* b4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  }
 }
 
-/* b4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* b4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* b4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* b4 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__b4_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* b4 gemm1 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__b4_gemm1_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__b4_gemm1_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__b4_gemm1_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__b4_gemm1_dtile_3(g, r0, ck, pf); break;
-    default: moe__b4_gemm1_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__b4_gemm1_tile_1(g, r0, L, ahead); break;
+    case 2: moe__b4_gemm1_tile_2(g, r0, L, ahead); break;
+    case 3: moe__b4_gemm1_tile_3(g, r0, L, ahead); break;
+    default: moe__b4_gemm1_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* b4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  }
 }
 
-/* b4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* b4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* b4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* b4 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* b4 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__b4_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* b4 gemm2x2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__b4_gemm2x2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__b4_gemm2x2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__b4_gemm2x2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__b4_gemm2x2_dtile_3(g, r0, ck, pf); break;
-    default: moe__b4_gemm2x2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__b4_gemm2x2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__b4_gemm2x2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__b4_gemm2x2_tile_3(g, r0, L, ahead); break;
+    default: moe__b4_gemm2x2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* b4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* b4 gemm2, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  }
 }
 
-/* b4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* b4 gemm2, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  }
 }
 
-/* b4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* b4 gemm2, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
+  }
 }
 
-/* b4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* b4 gemm2, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->hi0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3);
+  }
 }
 
-/* b4 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__b4_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* b4 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__b4_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__b4_gemm2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__b4_gemm2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__b4_gemm2_dtile_3(g, r0, ck, pf); break;
-    default: moe__b4_gemm2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__b4_gemm2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__b4_gemm2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__b4_gemm2_tile_3(g, r0, L, ahead); break;
+    default: moe__b4_gemm2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* i4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  }
 }
 
-/* i4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* i4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* i4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* i4 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__i4_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* i4 gemm1 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__i4_gemm1_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__i4_gemm1_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__i4_gemm1_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__i4_gemm1_dtile_3(g, r0, ck, pf); break;
-    default: moe__i4_gemm1_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__i4_gemm1_tile_1(g, r0, L, ahead); break;
+    case 2: moe__i4_gemm1_tile_2(g, r0, L, ahead); break;
+    case 3: moe__i4_gemm1_tile_3(g, r0, L, ahead); break;
+    default: moe__i4_gemm1_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* i4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
+  }
 }
 
-/* i4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* i4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* i4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* i4 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 0, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 0, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 1, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 1, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 2, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 2, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t), v10 = moe__b4_pair_zero(l10, 3, ck->zero_words[2], t), v11 = moe__b4_pair_zero(l11, 3, ck->zero_words[3], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0); moe__group_out_ps(ck, r0 + 0, 2, c2_0); moe__group_out_ps(ck, r0 + 0, 3, c3_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1); moe__group_out_ps(ck, r0 + 1, 2, c2_1); moe__group_out_ps(ck, r0 + 1, 3, c3_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2); moe__group_out_ps(ck, r0 + 2, 2, c2_2); moe__group_out_ps(ck, r0 + 2, 3, c3_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3); moe__group_out_ps(ck, r0 + 3, 2, c2_3); moe__group_out_ps(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* i4 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__i4_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* i4 gemm2x2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__i4_gemm2x2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__i4_gemm2x2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__i4_gemm2x2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__i4_gemm2x2_dtile_3(g, r0, ck, pf); break;
-    default: moe__i4_gemm2x2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__i4_gemm2x2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__i4_gemm2x2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__i4_gemm2x2_tile_3(g, r0, L, ahead); break;
+    default: moe__i4_gemm2x2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* i4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* i4 gemm2, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 1, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
+  }
 }
 
-/* i4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* i4 gemm2, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 1, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
+  }
 }
 
-/* i4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* i4 gemm2, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 1, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
+  }
 }
 
-/* i4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* i4 gemm2, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 7) / 8, hi = ck->k1 / 8, s1 = (ck->k1 + 7) / 8;
-  const __m512i t = ck->tab->lo0;
-  __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-  __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zw[4];
+    moe__lowbit_zero_words(L, gi, 1, zw);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      }
+      }
     {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1);
     }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 0, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 0, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 1, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 1, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 2, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 2, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    {
-    const __m512bh v00 = moe__b4_pair_zero(l00, 3, ck->zero_words[0], t), v01 = moe__b4_pair_zero(l01, 3, ck->zero_words[1], t);
-    { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-    { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, ck->k0, ck->k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-    }
-    }
-  moe__group_out_ps(ck, r0 + 0, 0, c0_0); moe__group_out_ps(ck, r0 + 0, 1, c1_0);
-  moe__group_out_ps(ck, r0 + 1, 0, c0_1); moe__group_out_ps(ck, r0 + 1, 1, c1_1);
-  moe__group_out_ps(ck, r0 + 2, 0, c0_2); moe__group_out_ps(ck, r0 + 2, 1, c1_2);
-  moe__group_out_ps(ck, r0 + 3, 0, c0_3); moe__group_out_ps(ck, r0 + 3, 1, c1_3);
+  }
 }
 
-/* i4 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__i4_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* i4 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BF16_FN void moe__i4_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 7) / 8, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__i4_gemm2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__i4_gemm2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__i4_gemm2_dtile_3(g, r0, ck, pf); break;
-    default: moe__i4_gemm2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__i4_gemm2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__i4_gemm2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__i4_gemm2_tile_3(g, r0, L, ahead); break;
+    default: moe__i4_gemm2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* q4 gemm1 direct, 1 row: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
-  int64_t i = lo;
-  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
+    int64_t i = lo;
+    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+      { const int64_t i_ = i + 1;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
+      }
     }
-    { const int64_t i_ = i + 1;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+    if (i < hi)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
+    c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
     }
   }
-  if (i < hi)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    }
-  c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
 }
 
-/* q4 gemm1 direct, 2 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1); moe__lowbit_finish(L, r0 + 1, 2, moe__lowbit_isum(c2_1, z2, asum1), sc2); moe__lowbit_finish(L, r0 + 1, 3, moe__lowbit_isum(c3_1, z3, asum1), sc3);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* q4 gemm1 direct, 3 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1); moe__lowbit_finish(L, r0 + 1, 2, moe__lowbit_isum(c2_1, z2, asum1), sc2); moe__lowbit_finish(L, r0 + 1, 3, moe__lowbit_isum(c3_1, z3, asum1), sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1); moe__lowbit_finish(L, r0 + 2, 2, moe__lowbit_isum(c2_2, z2, asum2), sc2); moe__lowbit_finish(L, r0 + 2, 3, moe__lowbit_isum(c3_2, z3, asum2), sc3);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* q4 gemm1 direct, 4 rows: gate and up panels in lockstep, act in the epilogue */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
-  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0), asum3 = moe__sum_s8(a3 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+    __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1); moe__lowbit_finish(L, r0 + 1, 2, moe__lowbit_isum(c2_1, z2, asum1), sc2); moe__lowbit_finish(L, r0 + 1, 3, moe__lowbit_isum(c3_1, z3, asum1), sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1); moe__lowbit_finish(L, r0 + 2, 2, moe__lowbit_isum(c2_2, z2, asum2), sc2); moe__lowbit_finish(L, r0 + 2, 3, moe__lowbit_isum(c3_2, z3, asum2), sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, moe__lowbit_isum(c0_3, z0, asum3), sc0); moe__lowbit_finish(L, r0 + 3, 1, moe__lowbit_isum(c1_3, z1, asum3), sc1); moe__lowbit_finish(L, r0 + 3, 2, moe__lowbit_isum(c2_3, z2, asum3), sc2); moe__lowbit_finish(L, r0 + 3, 3, moe__lowbit_isum(c3_3, z3, asum3), sc3);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
-  moe__group_out_epi32(ck, r0 + 3, 0, c0_3); moe__group_out_epi32(ck, r0 + 3, 1, c1_3); moe__group_out_epi32(ck, r0 + 3, 2, c2_3); moe__group_out_epi32(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* q4 gemm1 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_VNNI_FN void moe__q4_gemm1_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* q4 gemm1 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_VNNI_FN void moe__q4_gemm1_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 3) / 4, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__q4_gemm1_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__q4_gemm1_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__q4_gemm1_dtile_3(g, r0, ck, pf); break;
-    default: moe__q4_gemm1_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__q4_gemm1_tile_1(g, r0, L, ahead); break;
+    case 2: moe__q4_gemm1_tile_2(g, r0, L, ahead); break;
+    case 3: moe__q4_gemm1_tile_3(g, r0, L, ahead); break;
+    default: moe__q4_gemm1_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* q4 gemm2x2 direct, 1 row: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
-  int64_t i = lo;
-  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
+    int64_t i = lo;
+    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+      { const int64_t i_ = i + 1;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
+      }
     }
-    { const int64_t i_ = i + 1;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+    if (i < hi)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
+    c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
     }
   }
-  if (i < hi)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    }
-  c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
 }
 
-/* q4 gemm2x2 direct, 2 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1); moe__lowbit_finish(L, r0 + 1, 2, moe__lowbit_isum(c2_1, z2, asum1), sc2); moe__lowbit_finish(L, r0 + 1, 3, moe__lowbit_isum(c3_1, z3, asum1), sc3);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
+  }
 }
 
-/* q4 gemm2x2 direct, 3 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1); moe__lowbit_finish(L, r0 + 1, 2, moe__lowbit_isum(c2_1, z2, asum1), sc2); moe__lowbit_finish(L, r0 + 1, 3, moe__lowbit_isum(c3_1, z3, asum1), sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1); moe__lowbit_finish(L, r0 + 2, 2, moe__lowbit_isum(c2_2, z2, asum2), sc2); moe__lowbit_finish(L, r0 + 2, 3, moe__lowbit_isum(c3_2, z3, asum2), sc3);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
+  }
 }
 
-/* q4 gemm2x2 direct, 4 rows: two neighbouring panels (64 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0, *w1 = ck->w1;
+/* q4 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
-  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0), asum3 = moe__sum_s8(a3 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+    __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1); moe__lowbit_finish(L, r0 + 1, 2, moe__lowbit_isum(c2_1, z2, asum1), sc2); moe__lowbit_finish(L, r0 + 1, 3, moe__lowbit_isum(c3_1, z3, asum1), sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1); moe__lowbit_finish(L, r0 + 2, 2, moe__lowbit_isum(c2_2, z2, asum2), sc2); moe__lowbit_finish(L, r0 + 2, 3, moe__lowbit_isum(c3_2, z3, asum2), sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, moe__lowbit_isum(c0_3, z0, asum3), sc0); moe__lowbit_finish(L, r0 + 3, 1, moe__lowbit_isum(c1_3, z1, asum3), sc1); moe__lowbit_finish(L, r0 + 3, 2, moe__lowbit_isum(c2_3, z2, asum3), sc2); moe__lowbit_finish(L, r0 + 3, 3, moe__lowbit_isum(c3_3, z3, asum3), sc3);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    __m512i v10, v11;
-    moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0); moe__group_out_epi32(ck, r0 + 0, 2, c2_0); moe__group_out_epi32(ck, r0 + 0, 3, c3_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1); moe__group_out_epi32(ck, r0 + 1, 2, c2_1); moe__group_out_epi32(ck, r0 + 1, 3, c3_1);
-  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2); moe__group_out_epi32(ck, r0 + 2, 2, c2_2); moe__group_out_epi32(ck, r0 + 2, 3, c3_2);
-  moe__group_out_epi32(ck, r0 + 3, 0, c0_3); moe__group_out_epi32(ck, r0 + 3, 1, c1_3); moe__group_out_epi32(ck, r0 + 3, 2, c2_3); moe__group_out_epi32(ck, r0 + 3, 3, c3_3);
+  }
 }
 
-/* q4 gemm2x2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* q4 gemm2x2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 3) / 4, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__q4_gemm2x2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__q4_gemm2x2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__q4_gemm2x2_dtile_3(g, r0, ck, pf); break;
-    default: moe__q4_gemm2x2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__q4_gemm2x2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__q4_gemm2x2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__q4_gemm2x2_tile_3(g, r0, L, ahead); break;
+    default: moe__q4_gemm2x2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
 }
 
-/* q4 gemm2 direct, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_1(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* q4 gemm2, 1 row: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-  __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512();
-  int64_t i = lo;
-  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+    __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512();
+    int64_t i = lo;
+    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+      { const int64_t i_ = i + 1;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); }
+      }
     }
-    { const int64_t i_ = i + 1;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+    if (i < hi)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      }
+    c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0);
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
     }
   }
-  if (i < hi)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    }
-  c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0);
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
 }
 
-/* q4 gemm2 direct, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_2(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* q4 gemm2, 2 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1);
+  }
 }
 
-/* q4 gemm2 direct, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_3(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* q4 gemm2, 3 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
-  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2);
+  }
 }
 
-/* q4 gemm2 direct, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_dtile_4(const moe_gemm_args *g, int32_t r0, const moe__group *ck,
-                                               moe__prefetcher *pf) {
-  const uint8_t *w0 = ck->w0;
+/* q4 gemm2, 4 rows: one panel (32 columns), added into the rows */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              size_t ahead) {
+  const uint8_t *w0 = L->w0;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const int64_t lo = (ck->k0 + 3) / 4, hi = ck->k1 / 4, s1 = (ck->k1 + 3) / 4;
-  __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-  __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
-  __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
-  __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-    { const int64_t i_ = i;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
-    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0), asum3 = moe__sum_s8(a3 + k0, k1 - k0);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
+    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
+    __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
+      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1);
+    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1);
+    moe__lowbit_finish(L, r0 + 3, 0, moe__lowbit_isum(c0_3, z0, asum3), sc0); moe__lowbit_finish(L, r0 + 3, 1, moe__lowbit_isum(c1_3, z1, asum3), sc1);
     }
-  if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-    { const int64_t i_ = hi;
-    __m512i v00, v01;
-    moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-    { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, ck->k0, ck->k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
-    }
-  moe__group_out_epi32(ck, r0 + 0, 0, c0_0); moe__group_out_epi32(ck, r0 + 0, 1, c1_0);
-  moe__group_out_epi32(ck, r0 + 1, 0, c0_1); moe__group_out_epi32(ck, r0 + 1, 1, c1_1);
-  moe__group_out_epi32(ck, r0 + 2, 0, c0_2); moe__group_out_epi32(ck, r0 + 2, 1, c1_2);
-  moe__group_out_epi32(ck, r0 + 3, 0, c0_3); moe__group_out_epi32(ck, r0 + 3, 1, c1_3);
+  }
 }
 
-/* q4 gemm2 direct over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_VNNI_FN void moe__q4_gemm2_drows(const moe_gemm_args *g, const moe__group *ck) {
+/* q4 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_VNNI_FN void moe__q4_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__prefetcher pf[2];
-    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + 3) / 4, pf);
+    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
     switch (rows) {
-    case 1: moe__q4_gemm2_dtile_1(g, r0, ck, pf); break;
-    case 2: moe__q4_gemm2_dtile_2(g, r0, ck, pf); break;
-    case 3: moe__q4_gemm2_dtile_3(g, r0, ck, pf); break;
-    default: moe__q4_gemm2_dtile_4(g, r0, ck, pf); break;
+    case 1: moe__q4_gemm2_tile_1(g, r0, L, ahead); break;
+    case 2: moe__q4_gemm2_tile_2(g, r0, L, ahead); break;
+    case 3: moe__q4_gemm2_tile_3(g, r0, L, ahead); break;
+    default: moe__q4_gemm2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
@@ -5717,57 +6079,11 @@ static const uint16_t moe__e2m1_bf16[32] = {
     0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0,
     0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0};
 
-/* Scale group gi of one panel: f32 scales of its two 16-column vectors (e8m0: 2^(e-127), e = 0 the
- * subnormal 2^-127, e = 255 NaN) and the zero points, as int32 and as the words of layout (c) (each
- * column's zero in both of its words). */
-MOE__AVX512_BASE MOE__INLINE void moe__group_meta_avx512(moe_precision p, const moe_gemm_args *g, const uint8_t *panel,
-                                                        int64_t gi, float *scale, int32_t *zero, __m512i *zero_words) {
-  const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);
-  int64_t ng = moe__cdiv(g->kred, g->kgroup);
-  for (int h = 0; h < 2; h++) {
-    const __m128i *at = (const __m128i *)(const void *)(meta + (size_t)gi * MOE_NR + 16 * h);
-    if (moe__meta_of(p) == MOE__META_E8M0) {
-      __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(at));
-      __m512i bits = _mm512_slli_epi32(e, 23);
-      bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
-      bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7FC00000));
-      _mm512_store_ps(scale + 16 * h, _mm512_castsi512_ps(bits));
-      continue;
-    }
-    memcpy(scale + 16 * h, meta + 4 * ((size_t)gi * MOE_NR + 16 * (size_t)h), 16 * sizeof(float));
-    if (moe__meta_of(p) == MOE__META_GROUP) {
-      __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 +
-                                                                                        (size_t)gi * MOE_NR + 16 * h)));
-      _mm512_store_si512(zero + 16 * h, z);
-      zero_words[h] = _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
-    }
-  }
-}
-
-/* sum_k (a[k] - 128) over n bytes */
-MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
-  __m512i acc = _mm512_setzero_si512();
-  for (int64_t i = 0; i < n; i += 64) {
-    __mmask64 mk = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
-    acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(mk, a + i), _mm512_setzero_si512()));
-  }
-  return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
-}
-
 #define MOE__ALIGN64 __attribute__((aligned(64)))
 
 #ifndef MOE__LOWBIT_PF_MIN_ROWS
 #define MOE__LOWBIT_PF_MIN_ROWS 99
 #endif
-/* A call's state: the finished sums and the group's meta. */
-typedef struct moe__lowbit_call {
-  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
-  MOE__ALIGN64 float scale[64];
-  MOE__ALIGN64 int32_t zero[64];
-  __m512i zero_words[4];
-  int32_t asum[MOE_BLOCK_M];
-} moe__lowbit_call;
-
 /* The epilogue from the totals (A8: times the row scale): gemm1 act -> c, gemm2 (+ bias) * weight
  * into the rows. */
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, const float *tot, int gemm1, int np, int a8) {
@@ -5781,7 +6097,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, cons
   }
 }
 
-
 /* The decoder's tables for precision p. */
 static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
   memset(t, 0, sizeof *t);
@@ -5794,81 +6109,49 @@ static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
   }
 }
 
-/* The tiles of one group, every row of the call. */
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_tiles(moe_precision p, const moe_gemm_args *g, const moe__group *ck, int kind) {
-  if (p == MOE_PREC_FP8) kind == 0 ? moe__fp8_gemm1_drows(g, ck) : kind == 1 ? moe__fp8_gemm2x2_drows(g, ck) : moe__fp8_gemm2_drows(g, ck);
-  else if (moe__is_a8(p)) kind == 0 ? moe__q4_gemm1_drows(g, ck) : kind == 1 ? moe__q4_gemm2x2_drows(g, ck) : moe__q4_gemm2_drows(g, ck);
-  else if (p == MOE_PREC_INT4_W4A16) kind == 0 ? moe__i4_gemm1_drows(g, ck) : kind == 1 ? moe__i4_gemm2x2_drows(g, ck) : moe__i4_gemm2_drows(g, ck);
-  else kind == 0 ? moe__b4_gemm1_drows(g, ck) : kind == 1 ? moe__b4_gemm2x2_drows(g, ck) : moe__b4_gemm2_drows(g, ck);
+/* The row tiles of a call. */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_rows(moe_precision p, const moe_gemm_args *g, const moe__lowbit *L, int kind) {
+  if (p == MOE_PREC_FP8) kind == 0 ? moe__fp8_gemm1_rows(g, L) : kind == 1 ? moe__fp8_gemm2x2_rows(g, L) : moe__fp8_gemm2_rows(g, L);
+  else if (moe__is_a8(p)) kind == 0 ? moe__q4_gemm1_rows(g, L) : kind == 1 ? moe__q4_gemm2x2_rows(g, L) : moe__q4_gemm2_rows(g, L);
+  else if (p == MOE_PREC_INT4_W4A16) kind == 0 ? moe__i4_gemm1_rows(g, L) : kind == 1 ? moe__i4_gemm2x2_rows(g, L) : moe__i4_gemm2_rows(g, L);
+  else kind == 0 ? moe__b4_gemm1_rows(g, L) : kind == 1 ? moe__b4_gemm2x2_rows(g, L) : moe__b4_gemm2_rows(g, L);
 }
 
-/* The scales and zero points of the call's panels and of the next call's (w_next): they lie apart
- * from the codes, and a scale that comes from DRAM only when its group ends stalls the core. */
-MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(moe_precision p, const moe_gemm_args *g, int np) {
-  const size_t at = moe__meta_offset(p, g->kpad);
-  for (int q = 0; q < 2 * np; q++) {
-    const uint8_t *panel = q < np ? g->w + (size_t)q * g->panel_bytes : g->w_next;
-    if (!panel || (q >= np && (size_t)(q - np) * g->panel_bytes >= g->w_next_bytes)) break;
-    if (q >= np) panel += (size_t)(q - np) * g->panel_bytes;
-    for (size_t off = at; off < g->panel_bytes; off += 64) _mm_prefetch((const char *)panel + off, _MM_HINT_T0);
-  }
-}
-
-/* The codes after group [k0, k1): the next group's, or after the last group the first group of the
- * panels the caller reads next (w_next). Prefetched at every row count: measured on Zen 5, 2
- * threads, it lifts M = 128 from 0.33-0.50 to 0.83-0.98 of the roofline and M = 1 by ~10%. */
-MOE__AVX512_BASE MOE__INLINE void moe__next_codes(moe_precision p, const moe_gemm_args *g, int np, moe__group *ck) {
-  const size_t per_k = MOE_NR * (size_t)moe__code_bits(moe__traits(p)->code) / 8;
-  const int64_t kg = g->kgroup;
-  ck->next[0] = ck->next[1] = NULL, ck->next_bytes = 0;
-  for (int q = 0; q < np; q++) {
-    if (ck->k1 < g->kred) {
-      ck->next[q] = g->w + (size_t)q * g->panel_bytes + (size_t)ck->k1 * per_k / 64 * 64;
-      ck->next_bytes = (size_t)((ck->k1 + kg < g->kred ? ck->k1 + kg : g->kred) - ck->k1) * per_k + 64;
-    } else if (g->w_next && (size_t)q * g->panel_bytes < g->w_next_bytes) {
-      ck->next[q] = g->w_next + (size_t)q * g->panel_bytes;
-      ck->next_bytes = (size_t)(kg < g->kred ? kg : g->kred) * per_k;
-    }
-  }
+/* The scales and zero points of the call's panels: they lie apart from the codes, and a scale that
+ * comes from DRAM only when its group ends stalls the core. */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(const moe_gemm_args *g, const moe__lowbit *L, int np) {
+  for (int q = 0; q < np; q++)
+    for (const uint8_t *at = L->meta[q]; at < g->w + (size_t)(q + 1) * g->panel_bytes; at += 64)
+      _mm_prefetch((const char *)at, _MM_HINT_T0);
 }
 
 /* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
- * panels, gemm2 over one or two panels; group by group, every row tile. */
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1,
-                                                           moe__lowbit_call *cs) {
-  const int a8 = moe__is_a8(p), np = gemm1 || g->nr > MOE_NR ? 2 : 1, kind = gemm1 ? 0 : np == 2 ? 1 : 2;
-  const int64_t kg = g->kgroup;
+ * panels, gemm2 over one or two panels; tiles of up to 4 rows, each over every scale group. */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1, float *tot) {
+  const int np = gemm1 || g->nr > MOE_NR ? 2 : 1, kind = gemm1 ? 0 : np == 2 ? 1 : 2;
+  const size_t meta = moe__meta_offset(p, g->kpad), ng = (size_t)moe__cdiv(g->kred, g->kgroup);
   moe__tables tab;
-  moe__group ck;
+  moe__lowbit L;
   moe__tables_of(p, &tab);
-  moe__prefetch_meta(p, g, np);
+  L.p = p, L.w0 = g->w, L.w1 = g->w + g->panel_bytes, L.tab = &tab, L.tot = tot;
+  for (int q = 0; q < 2; q++) L.meta[q] = g->w + (size_t)q * g->panel_bytes + meta, L.zeros[q] = L.meta[q] + ng * MOE_NR * 4;
+  moe__prefetch_meta(g, &L, np);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
-  memset(cs->tot, 0, (size_t)g->mr * 64 * sizeof(float));
-  ck.w0 = g->w, ck.w1 = g->w + g->panel_bytes;
-  ck.scale = cs->scale, ck.zero = cs->zero, ck.asum = cs->asum, ck.tot = cs->tot;
-  ck.tab = &tab, ck.zero_words = cs->zero_words;
-  for (int64_t k0 = 0; k0 < g->kred; k0 += kg) {
-    ck.k0 = k0, ck.k1 = k0 + kg < g->kred ? k0 + kg : g->kred;
-    for (int q = 0; q < np; q++)
-      moe__group_meta_avx512(p, g, g->w + (size_t)q * g->panel_bytes, k0 / kg, cs->scale + 32 * q, cs->zero + 32 * q,
-                             cs->zero_words + 2 * q);
-    for (int32_t r = 0; r < g->mr && a8; r++) cs->asum[r] = moe__sum_s8((const uint8_t *)g->a[r] + k0, ck.k1 - k0);
-    moe__next_codes(p, g, np, &ck);
-    moe__lowbit_tiles(p, g, &ck, kind);
-  }
-  moe__lowbit_store(g, cs->tot, gemm1, np, a8);
+  memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
+  moe__lowbit_rows(p, g, &L, kind);
+  moe__lowbit_store(g, tot, gemm1, np, moe__is_a8(p));
 }
 
 /* The kernels of the list: gemm1 tiles of 5 rows x (32 gate + 32 up) columns; gemm2 5 x 64 while
  * nr > 32, else 12 x 32 (the names of the list); the low-bit tiles have up to 4 rows. */
 #define MOE__LOWBIT_UKERNELS(attr, fam, tile1, tile2, sfx, prec)                                             \
   attr void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {                             \
-    moe__lowbit_call cs;                                                                                          \
-    moe__lowbit_gemm_avx512(prec, g, 1, &cs);                                                                \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                \
+    moe__lowbit_gemm_avx512(prec, g, 1, tot);                                                                \
   }                                                                                                          \
   attr void moe_##fam##_gemm2_ukernel_##tile2##__##sfx(const moe_gemm_args *g) {                             \
-    moe__lowbit_call cs;                                                                                          \
-    moe__lowbit_gemm_avx512(prec, g, 0, &cs);                                                                \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                \
+    moe__lowbit_gemm_avx512(prec, g, 0, tot);                                                                \
   }
 MOE__LOWBIT_UKERNELS(MOE__AVX512_FP8, bf16_fp8w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_FP8)
 MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_qc4w, 5x32c2, 5x64c2_12x32c2, avx512bf16, MOE_PREC_INT4_W4A16)

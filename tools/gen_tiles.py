@@ -114,7 +114,7 @@ DIRECT = [
 ]
 
 
-def direct_step(fam, kind, mr, bcast, index, acc, prefetch=False):
+def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
     decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
     (vector 2p + h: panel p, columns 16h..16h+15)."""
@@ -134,7 +134,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=False):
         if fam["pairs"] == 4:
             out.append("    {")
             if fam.get("zero"):
-                out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, ck->zero_words[{2 * p + h}], t)" for p in range(np) for h in range(2)) + ";")
+                out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, zw[{2 * p + h}], t)" for p in range(np) for h in range(2)) + ";")
             else:
                 out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair(l{p}{h}, {j}, t)" for p in range(np) for h in range(2)) + ";")
         c = acc(j)
@@ -148,70 +148,89 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=False):
                 out.append(f"    {{ const __m512bh a = (__m512bh){bcast(r, j)}; {dots} }}")
         if fam["pairs"] == 4:
             out.append("    }")
-    if prefetch:
-        out.append("    moe__prefetch_step(&pf[0]), moe__prefetch_step(&pf[1]);")
+    out += [l.replace("(size_t)i_", "(size_t)i_") for l in prefetch]
     out.append("    }")
     return out
 
 
 def direct_tile(fam, kind, mr):
-    """Each row's f32 sums run in the order of the chunk tiles' (one chain per output, k ascending),
-    so a row's bits do not depend on the rows beside it. W4A8's exact int32 sums of 1 row run in two
-    sets (even and odd steps) that would otherwise wait on vpdpbusd's latency."""
+    """Group by group over all of k: sums from zero, the group's steps, then scaled into the totals.
+    Each row's f32 sums run one chain per output in k order, so a row's bits do not depend on the
+    rows beside it. W4A8's exact int32 sums of 1 row run in two sets (even and odd steps) that would
+    otherwise wait on vpdpbusd's latency. The first tile prefetches `ahead` bytes in front of its
+    loads (the later tiles read what it brought in)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
     sfx = "ps" if a16 else "epi32"
-    by_pair = False
     by_step = f == "q4" and mr == 1
-    out = [f"/* {f} {k} direct, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
-           f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_dtile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__group *ck,",
-           f"{' ' * len(fam['attr'])}                            moe__prefetcher *pf) {{",
-           "  const uint8_t *w0 = ck->w0" + (", *w1 = ck->w1;" if kind["panels"] == 2 else ";"),
-           "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";",
-           f"  const int64_t lo = (ck->k0 + {kr - 1}) / {kr}, hi = ck->k1 / {kr}, s1 = (ck->k1 + {kr - 1}) / {kr};"]
+    line = 128 if fam["pairs"] == 4 else 64  # code bytes per step and panel
+    vt = "__m512" if a16 else "__m512i"
+    out = [f"/* {f} {k}, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
+           f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_tile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,",
+           f"{' ' * len(fam['attr'])}                           size_t ahead) {{",
+           "  const uint8_t *w0 = L->w0" + (", *w1 = L->w1;" if kind["panels"] == 2 else ";"),
+           "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";"]
     if f == "fp8":
-        out.append("  const moe__tables t = *ck->tab;")
-        out.append(f"  const int64_t s0 = ck->k0 / {kr};")
+        out.append("  const moe__tables t = *L->tab;")
     elif fam["pairs"] == 4:
-        out.append(f"  const __m512i t = ck->tab->{'lo0' if fam.get('zero') else 'hi0'};")
+        out.append(f"  const __m512i t = L->tab->{'lo0' if fam.get('zero') else 'hi0'};")
+    out.append("  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {")
+    out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
+    out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
+    if fam.get("zero"):
+        out.append("    __m512i zw[4];")
+        out.append(f"    moe__lowbit_zero_words(L, gi, {kind['panels']}, zw);")
+    if f == "q4":
+        out.append("    const int32_t " + ", ".join(f"asum{r} = moe__sum_s8(a{r} + k0, k1 - k0)" for r in range(mr)) + ";")
     zero = "_mm512_setzero_ps()" if a16 else "_mm512_setzero_si512()"
     for r in range(mr):
-        out.append(f"  {'__m512' if a16 else '__m512i'} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
-        if by_pair or by_step:
-            out.append(f"  {'__m512' if a16 else '__m512i'} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
+        out.append(f"    {vt} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
+        if by_step:
+            out.append(f"    {vt} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
     if fam["pairs"] == 4:  # pair j of step i is pair 4i + j
         full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
-        rng = lambda r, j: f"moe__bcast_range(a{r}, 4 * i_ + {j}, ck->k0, ck->k1, 2, 2, 0)"
+        rng = lambda r, j: f"moe__bcast_range(a{r}, 4 * i_ + {j}, k0, k1, 2, 2, 0)"
     elif f == "fp8":
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
-        rng = lambda r, j: f"moe__bcast_range(a{r}, i_, ck->k0, ck->k1, 2, 2, 0)"
+        rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 2, 2, 0)"
     else:
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
-        rng = lambda r, j: f"moe__bcast_range(a{r}, i_, ck->k0, ck->k1, 4, 1, 0x80)"
-    acc = (lambda j: "d" if j % 2 else "c") if by_pair else (lambda j: "c")
+        rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
+    acc = lambda j: "c"
+    pf = [f"    moe__prefetch_ahead(w{p} + {line} * (size_t)i_ + ahead, {line // 64});" for p in range(kind["panels"])]
+    body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if f == "fp8":  # blocks of any bk: a pair may straddle two blocks
-        out.append("  if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
-        out += direct_step(fam, kind, mr, rng, "s0", acc)
+        out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
+        out += body(rng, "s0", acc)
     if by_step:
-        out.append("  int64_t i = lo;")
-        out.append("  MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
-        out += direct_step(fam, kind, mr, full, "i", lambda j: "c", True)
-        out += direct_step(fam, kind, mr, full, "i + 1", lambda j: "d", True)
-        out.append("  }")
-        out.append("  if (i < hi)")
-        out += direct_step(fam, kind, mr, full, "i", acc)
+        out.append("    int64_t i = lo;")
+        out.append("    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
+        out += body(full, "i", lambda j: "c", pf)
+        out += body(full, "i + 1", lambda j: "d")
+        out.append("    }")
+        out.append("    if (i < hi)")
+        out += body(full, "i", acc)
     else:
-        out.append("  MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-        out += direct_step(fam, kind, mr, full, "i", acc, True)
-    out.append("  if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
-    out += direct_step(fam, kind, mr, rng, "hi", acc)
-    if by_pair or by_step:
-        add = "_mm512_add_ps" if a16 else "_mm512_add_epi32"
+        out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
+        out += body(full, "i", acc, pf)
+    out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
+    out += body(rng, "hi", acc)
+    if by_step:
         for r in range(mr):
-            out.append("  " + " ".join(f"c{v}_{r} = {add}(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
+            out.append("    " + " ".join(f"c{v}_{r} = _mm512_add_epi32(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
+    out.append("    {")
+    out.append("    const __m512 " + ", ".join(f"sc{v} = moe__lowbit_scale(L, gi, {v})" for v in range(nacc)) + ";")
+    if f == "q4":
+        out.append("    const __m512i " + ", ".join(f"z{v} = moe__lowbit_zero(L, gi, {v})" for v in range(nacc)) + ";")
     for r in range(mr):
-        out.append("  " + " ".join(f"moe__group_out_{sfx}(ck, r0 + {r}, {v}, c{v}_{r});" for v in range(nacc)))
+        if f == "q4":
+            sums = [f"moe__lowbit_isum(c{v}_{r}, z{v}, asum{r})" for v in range(nacc)]
+        else:
+            sums = [f"c{v}_{r}" for v in range(nacc)]
+        out.append("    " + " ".join(f"moe__lowbit_finish(L, r0 + {r}, {v}, {sums[v]}, sc{v});" for v in range(nacc)))
+    out.append("    }")
+    out.append("  }")
     out.append("}")
     return out
 
@@ -220,16 +239,15 @@ def direct_rows(fam, kind):
     """ceil(mr / 4) tiles of as equal heights as they can be (7 rows: 4 + 3, 9: 3 + 3 + 3): each
     tile decodes the codes again, which the dot products of 3 or 4 rows hide."""
     f, k = fam["name"], kind["name"]
-    out = [f"/* {f} {k} direct over any mr: tiles of at most 4 rows, heights balanced */",
-           f"{fam['attr']} void moe__{f}_{k}_drows(const moe_gemm_args *g, const moe__group *ck) {{",
+    out = [f"/* {f} {k} over any mr: tiles of at most 4 rows, heights balanced */",
+           f"{fam['attr']} void moe__{f}_{k}_rows(const moe_gemm_args *g, const moe__lowbit *L) {{",
            "  const int32_t tiles = (g->mr + 3) / 4;",
            "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
            "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
-           "    moe__prefetcher pf[2];",
-           f"    moe__group_prefetchers(ck, t, tiles, (ck->k1 - ck->k0 + {fam['kr'] - 1}) / {fam['kr']}, pf);",
+           "    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;",
            "    switch (rows) {"]
-    out += [f"    case {m}: moe__{f}_{k}_dtile_{m}(g, r0, ck, pf); break;" for m in range(1, 4)]
-    out += [f"    default: moe__{f}_{k}_dtile_4(g, r0, ck, pf); break;", "    }", "    r0 += rows;", "  }", "}"]
+    out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, ahead); break;" for m in range(1, 4)]
+    out += [f"    default: moe__{f}_{k}_tile_4(g, r0, L, ahead); break;", "    }", "    r0 += rows;", "  }", "}"]
     return out
 
 
