@@ -59,6 +59,7 @@
 #define MOE_H
 
 #include "moe_quant.h"
+#include "moe_import.h"
 #include "moe_route.h"
 #include "moe_gemm.h"
 

@@ -1,6 +1,5 @@
-/* moe_import.h — importers from the common checkpoint layouts to the plain layouts of moe_quant.h
- * (GitHub issue 8, item 3). To be merged into moe_quant.h; until then include it after (or instead
- * of) moe_quant.h, with the same MOE_IMPLEMENTATION / MOE_API rules as every moe header.
+/* moe_import.h — importers from the common checkpoint layouts to the plain layouts of moe_quant.h.
+ * Part of moe.h (which includes it); the same MOE_IMPLEMENTATION / MOE_API rules as every moe header.
  *
  * No file I/O: each call reads tensors already in memory, as a safetensors reader maps them
  * (little-endian, any alignment: multi-byte values are read byte by byte), and fills one matrix of

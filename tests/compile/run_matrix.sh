@@ -21,7 +21,7 @@ has_openmp() { printf '#include <omp.h>\nint main(void) { return omp_get_max_thr
 for cc in gcc clang; do
   command -v $cc >/dev/null || { echo "missing compiler $cc"; exit 1; }
   cxx=$([ $cc = gcc ] && echo g++ || echo clang++)
-  for h in moe.h moe_gemm.h moe_quant.h moe_route.h; do
+  for h in moe.h moe_gemm.h moe_quant.h moe_import.h moe_route.h; do
     for impl in "" "-DMOE_IMPLEMENTATION"; do
       for std in c99 c11; do try $cc -std=$std $impl "-DHEADER=\"$h\"" $flags "$src/tests/compile/each_header.c"; done
       for std in c++11 c++17; do try $cxx -x c++ -std=$std $impl "-DHEADER=\"$h\"" $flags "$src/tests/compile/each_header.c"; done
