@@ -2946,29 +2946,35 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args 
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -2990,6 +2996,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -2997,25 +3004,30 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -3039,6 +3051,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3047,8 +3060,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3056,11 +3071,13 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3068,6 +3085,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -3093,6 +3111,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3102,8 +3121,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3112,11 +3133,13 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3125,6 +3148,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -3164,29 +3188,35 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_arg
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -3208,6 +3238,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3215,25 +3246,30 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -3257,6 +3293,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3265,8 +3302,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3274,11 +3313,13 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3286,6 +3327,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -3311,6 +3353,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3320,8 +3363,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
+      }
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3330,11 +3375,13 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
@@ -3343,6 +3390,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -3370,196 +3418,6 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_rows(const moe_gemm_args *g, const moe_
   }
 }
 
-/* fp8 gemm2, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-      { const int64_t i_ = s0;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    }
-  }
-}
-
-/* fp8 gemm2, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-      { const int64_t i_ = s0;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    }
-  }
-}
-
-/* fp8 gemm2, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-      { const int64_t i_ = s0;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
-    }
-  }
-}
-
-/* fp8 gemm2, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
-    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
-      { const int64_t i_ = s0;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
-    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1);
-    }
-  }
-}
-
-/* fp8 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_FP8_FN void moe__fp8_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
-  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
-    switch (rows) {
-    case 1: moe__fp8_gemm2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__fp8_gemm2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__fp8_gemm2_tile_3(g, r0, L, ahead); break;
-    default: moe__fp8_gemm2_tile_4(g, r0, L, ahead); break;
-    }
-    r0 += rows;
-  }
-}
-
 /* b4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
                                               size_t ahead) {
@@ -3574,19 +3432,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
@@ -3596,19 +3458,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
@@ -3634,22 +3500,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -3660,22 +3530,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -3704,25 +3578,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -3734,25 +3612,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -3784,28 +3666,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -3818,28 +3704,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -3886,19 +3776,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
@@ -3908,19 +3802,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
@@ -3946,22 +3844,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -3972,22 +3874,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -4016,25 +3922,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4046,25 +3956,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4096,28 +4010,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4130,28 +4048,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t), v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t), v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t), v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t), v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4184,314 +4106,6 @@ MOE__AVX512_BF16_FN void moe__b4_gemm2x2_rows(const moe_gemm_args *g, const moe_
   }
 }
 
-/* b4 gemm2, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    }
-  }
-}
-
-/* b4 gemm2, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    }
-  }
-}
-
-/* b4 gemm2, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
-    }
-  }
-}
-
-/* b4 gemm2, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
-    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1);
-    }
-  }
-}
-
-/* b4 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__b4_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
-  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
-    switch (rows) {
-    case 1: moe__b4_gemm2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__b4_gemm2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__b4_gemm2_tile_3(g, r0, L, ahead); break;
-    default: moe__b4_gemm2_tile_4(g, r0, L, ahead); break;
-    }
-    r0 += rows;
-  }
-}
-
 /* i4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
                                               size_t ahead) {
@@ -4508,19 +4122,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
@@ -4530,19 +4148,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
@@ -4570,22 +4192,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -4596,22 +4222,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -4642,25 +4272,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4672,25 +4306,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4724,28 +4362,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4758,28 +4400,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4828,19 +4474,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
@@ -4850,19 +4500,23 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
@@ -4890,22 +4544,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -4916,22 +4574,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -4962,25 +4624,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -4992,25 +4658,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -5044,28 +4714,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -5078,28 +4752,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t), v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t), v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t), v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t), v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -5132,322 +4810,6 @@ MOE__AVX512_BF16_FN void moe__i4_gemm2x2_rows(const moe_gemm_args *g, const moe_
   }
 }
 
-/* i4 gemm2, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 1, zw);
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    }
-  }
-}
-
-/* i4 gemm2, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 1, zw);
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    }
-  }
-}
-
-/* i4 gemm2, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 1, zw);
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
-    }
-  }
-}
-
-/* i4 gemm2, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 1, zw);
-    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
-      }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1);
-    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1);
-    }
-  }
-}
-
-/* i4 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_BF16_FN void moe__i4_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
-  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
-    switch (rows) {
-    case 1: moe__i4_gemm2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__i4_gemm2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__i4_gemm2_tile_3(g, r0, L, ahead); break;
-    default: moe__i4_gemm2_tile_4(g, r0, L, ahead); break;
-    }
-    r0 += rows;
-  }
-}
-
 /* q4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
                                               size_t ahead) {
@@ -5462,37 +4824,45 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_1(const moe_gemm_args 
     int64_t i = lo;
     MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
       { const int64_t i_ = i + 1;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
       }
+      }
     }
     if (i < hi)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
+      }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
       }
     c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
     {
@@ -5516,23 +4886,27 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_2(const moe_gemm_args 
     __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -5557,6 +4931,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args 
     __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5564,11 +4939,13 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args 
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5576,6 +4953,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args 
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -5602,6 +4980,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_4(const moe_gemm_args 
     __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5610,11 +4989,13 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_4(const moe_gemm_args 
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5623,6 +5004,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_4(const moe_gemm_args 
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -5665,37 +5047,45 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_1(const moe_gemm_arg
     int64_t i = lo;
     MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
       { const int64_t i_ = i + 1;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
       }
+      }
     }
     if (i < hi)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
+      }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      }
       }
     c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
     {
@@ -5719,23 +5109,27 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_2(const moe_gemm_arg
     __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -5760,6 +5154,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_arg
     __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5767,11 +5162,13 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5779,6 +5176,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -5805,6 +5203,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_4(const moe_gemm_arg
     __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5813,11 +5212,13 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      }
       moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
       moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
+      {
       __m512i v00, v01;
       moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
       __m512i v10, v11;
@@ -5826,6 +5227,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      }
       }
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
@@ -5849,185 +5251,6 @@ MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_rows(const moe_gemm_args *g, const moe_
     case 2: moe__q4_gemm2x2_tile_2(g, r0, L, ahead); break;
     case 3: moe__q4_gemm2x2_tile_3(g, r0, L, ahead); break;
     default: moe__q4_gemm2x2_tile_4(g, r0, L, ahead); break;
-    }
-    r0 += rows;
-  }
-}
-
-/* q4 gemm2, 1 row: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
-    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-    __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512();
-    int64_t i = lo;
-    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
-      { const int64_t i_ = i;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-      { const int64_t i_ = i + 1;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); }
-      }
-    }
-    if (i < hi)
-      { const int64_t i_ = i;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      }
-    c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0);
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
-    }
-  }
-}
-
-/* q4 gemm2, 2 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0);
-    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1);
-    }
-  }
-}
-
-/* q4 gemm2, 3 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0);
-    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
-    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1);
-    }
-  }
-}
-
-/* q4 gemm2, 4 rows: one panel (32 columns), added into the rows */
-MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
-  const uint8_t *w0 = L->w0;
-  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0), asum3 = moe__sum_s8(a3 + k0, k1 - k0);
-    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
-    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
-    __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
-      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
-      }
-    {
-    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1);
-    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1);
-    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1);
-    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1);
-    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1);
-    moe__lowbit_finish(L, r0 + 3, 0, moe__lowbit_isum(c0_3, z0, asum3), sc0); moe__lowbit_finish(L, r0 + 3, 1, moe__lowbit_isum(c1_3, z1, asum3), sc1);
-    }
-  }
-}
-
-/* q4 gemm2 over any mr: tiles of at most 4 rows, heights balanced */
-MOE__AVX512_VNNI_FN void moe__q4_gemm2_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
-  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
-    switch (rows) {
-    case 1: moe__q4_gemm2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__q4_gemm2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__q4_gemm2_tile_3(g, r0, L, ahead); break;
-    default: moe__q4_gemm2_tile_4(g, r0, L, ahead); break;
     }
     r0 += rows;
   }
@@ -6110,11 +5333,11 @@ static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
 }
 
 /* The row tiles of a call. */
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_rows(moe_precision p, const moe_gemm_args *g, const moe__lowbit *L, int kind) {
-  if (p == MOE_PREC_FP8) kind == 0 ? moe__fp8_gemm1_rows(g, L) : kind == 1 ? moe__fp8_gemm2x2_rows(g, L) : moe__fp8_gemm2_rows(g, L);
-  else if (moe__is_a8(p)) kind == 0 ? moe__q4_gemm1_rows(g, L) : kind == 1 ? moe__q4_gemm2x2_rows(g, L) : moe__q4_gemm2_rows(g, L);
-  else if (p == MOE_PREC_INT4_W4A16) kind == 0 ? moe__i4_gemm1_rows(g, L) : kind == 1 ? moe__i4_gemm2x2_rows(g, L) : moe__i4_gemm2_rows(g, L);
-  else kind == 0 ? moe__b4_gemm1_rows(g, L) : kind == 1 ? moe__b4_gemm2x2_rows(g, L) : moe__b4_gemm2_rows(g, L);
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_rows(moe_precision p, const moe_gemm_args *g, const moe__lowbit *L, int gemm1) {
+  if (p == MOE_PREC_FP8) gemm1 ? moe__fp8_gemm1_rows(g, L) : moe__fp8_gemm2x2_rows(g, L);
+  else if (moe__is_a8(p)) gemm1 ? moe__q4_gemm1_rows(g, L) : moe__q4_gemm2x2_rows(g, L);
+  else if (p == MOE_PREC_INT4_W4A16) gemm1 ? moe__i4_gemm1_rows(g, L) : moe__i4_gemm2x2_rows(g, L);
+  else gemm1 ? moe__b4_gemm1_rows(g, L) : moe__b4_gemm2x2_rows(g, L);
 }
 
 /* The scales and zero points of the call's panels: they lie apart from the codes, and a scale that
@@ -6128,17 +5351,18 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(const moe_gemm_args *g, con
 /* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
  * panels, gemm2 over one or two panels; tiles of up to 4 rows, each over every scale group. */
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1, float *tot) {
-  const int np = gemm1 || g->nr > MOE_NR ? 2 : 1, kind = gemm1 ? 0 : np == 2 ? 1 : 2;
+  const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   const size_t meta = moe__meta_offset(p, g->kpad), ng = (size_t)moe__cdiv(g->kred, g->kgroup);
   moe__tables tab;
   moe__lowbit L;
   moe__tables_of(p, &tab);
-  L.p = p, L.w0 = g->w, L.w1 = g->w + g->panel_bytes, L.tab = &tab, L.tot = tot;
-  for (int q = 0; q < 2; q++) L.meta[q] = g->w + (size_t)q * g->panel_bytes + meta, L.zeros[q] = L.meta[q] + ng * MOE_NR * 4;
+  /* a single (last, odd) gemm2 panel runs as both panels of the two-panel tiles; half is not stored */
+  L.p = p, L.w0 = g->w, L.w1 = g->w + (size_t)(np - 1) * g->panel_bytes, L.tab = &tab, L.tot = tot;
+  for (int q = 0; q < 2; q++) L.meta[q] = (q ? L.w1 : L.w0) + meta, L.zeros[q] = L.meta[q] + ng * MOE_NR * 4;
   moe__prefetch_meta(g, &L, np);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
   memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
-  moe__lowbit_rows(p, g, &L, kind);
+  moe__lowbit_rows(p, g, &L, gemm1);
   moe__lowbit_store(g, tot, gemm1, np, moe__is_a8(p));
 }
 

@@ -117,38 +117,39 @@ DIRECT = [
 def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
     decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
-    (vector 2p + h: panel p, columns 16h..16h+15)."""
+    (vector 2p + h: panel p, columns 16h..16h+15). Tiles of 5 rows decode and use one panel at a
+    time (fewer decoded vectors live beside their 20 accumulators)."""
     np, f = kind["panels"], fam["name"]
+    by_panel = mr > 4
+    groups = [[p] for p in range(np)] if by_panel else [list(range(np))]
     out = [f"    {{ const int64_t i_ = {index};"]
-    if f == "fp8":
-        for p in range(np):
-            out.append(f"    __m512bh v{p}0, v{p}1;")
-            out.append(f"    moe__fp8_line(w{p} + 64 * (size_t)i_, &t, &v{p}0, &v{p}1);")
-    elif f == "q4":
-        for p in range(np):
-            out.append(f"    __m512i v{p}0, v{p}1;")
-            out.append(f"    moe__q4_line(w{p} + 64 * (size_t)i_, &v{p}0, &v{p}1);")
-    else:
+    if fam["pairs"] == 4:
         out.append("    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";")
     for j in range(max(fam["pairs"], 1)):
-        if fam["pairs"] == 4:
+        for ps in groups:
             out.append("    {")
-            if fam.get("zero"):
-                out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, zw[{2 * p + h}], t)" for p in range(np) for h in range(2)) + ";")
-            else:
-                out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair(l{p}{h}, {j}, t)" for p in range(np) for h in range(2)) + ";")
-        c = acc(j)
-        for r in range(mr):
-            if f == "q4":
-                a = f"_mm512_xor_si512({bcast(r, j)}, _mm512_set1_epi8((char)0x80))"
-                dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbusd({c}{2 * p + h}_{r}, v{p}{h}, a);" for p in range(np) for h in range(2))
-                out.append(f"    {{ const __m512i a = {a}; {dots} }}")
-            else:
-                dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbf16({c}{2 * p + h}_{r}, a, v{p}{h});" for p in range(np) for h in range(2))
-                out.append(f"    {{ const __m512bh a = (__m512bh){bcast(r, j)}; {dots} }}")
-        if fam["pairs"] == 4:
+            for p in ps:
+                if f == "fp8":
+                    out.append(f"    __m512bh v{p}0, v{p}1;")
+                    out.append(f"    moe__fp8_line(w{p} + 64 * (size_t)i_, &t, &v{p}0, &v{p}1);")
+                elif f == "q4":
+                    out.append(f"    __m512i v{p}0, v{p}1;")
+                    out.append(f"    moe__q4_line(w{p} + 64 * (size_t)i_, &v{p}0, &v{p}1);")
+                elif fam.get("zero"):
+                    out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, zw[{2 * p + h}], t)" for h in range(2)) + ";")
+                else:
+                    out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair(l{p}{h}, {j}, t)" for h in range(2)) + ";")
+            c = acc(j)
+            for r in range(mr):
+                if f == "q4":
+                    a = f"_mm512_xor_si512({bcast(r, j)}, _mm512_set1_epi8((char)0x80))"
+                    dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbusd({c}{2 * p + h}_{r}, v{p}{h}, a);" for p in ps for h in range(2))
+                    out.append(f"    {{ const __m512i a = {a}; {dots} }}")
+                else:
+                    dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbf16({c}{2 * p + h}_{r}, a, v{p}{h});" for p in ps for h in range(2))
+                    out.append(f"    {{ const __m512bh a = (__m512bh){bcast(r, j)}; {dots} }}")
             out.append("    }")
-    out += [l.replace("(size_t)i_", "(size_t)i_") for l in prefetch]
+    out += list(prefetch)
     out.append("    }")
     return out
 
@@ -235,19 +236,22 @@ def direct_tile(fam, kind, mr):
     return out
 
 
+MAXR = int(os.environ.get("MOE_GEN_MAXR", "4"))  # the low-bit tiles' height
+
+
 def direct_rows(fam, kind):
     """ceil(mr / 4) tiles of as equal heights as they can be (7 rows: 4 + 3, 9: 3 + 3 + 3): each
     tile decodes the codes again, which the dot products of 3 or 4 rows hide."""
     f, k = fam["name"], kind["name"]
     out = [f"/* {f} {k} over any mr: tiles of at most 4 rows, heights balanced */",
            f"{fam['attr']} void moe__{f}_{k}_rows(const moe_gemm_args *g, const moe__lowbit *L) {{",
-           "  const int32_t tiles = (g->mr + 3) / 4;",
+           f"  const int32_t tiles = (g->mr + {MAXR - 1}) / {MAXR};",
            "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
            "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
            "    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;",
            "    switch (rows) {"]
-    out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, ahead); break;" for m in range(1, 4)]
-    out += [f"    default: moe__{f}_{k}_tile_4(g, r0, L, ahead); break;", "    }", "    r0 += rows;", "  }", "}"]
+    out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, ahead); break;" for m in range(1, MAXR)]
+    out += [f"    default: moe__{f}_{k}_tile_{MAXR}(g, r0, L, ahead); break;", "    }", "    r0 += rows;", "  }", "}"]
     return out
 
 
@@ -258,9 +262,9 @@ def generate():
             for mr in range(1, kind["rows"] + 1):
                 out += tile(prec, kind, mr) + [""]
             out += rows(prec, kind) + [""]
-    for fam in DIRECT:
-        for kind in KINDS:
-            for mr in range(1, 5):
+    for fam in DIRECT:  # an odd last panel runs the two-panel tiles on itself twice (rare: K % 64 < 32)
+        for kind in KINDS[:2]:
+            for mr in range(1, MAXR + 1):
                 out += direct_tile(fam, kind, mr) + [""]
             out += direct_rows(fam, kind) + [""]
     return BEGIN + "\n".join(out) + END
