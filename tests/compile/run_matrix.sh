@@ -2,10 +2,10 @@
 # Compile matrix: each header alone and moe.h with the implementation, as C99, C11, C++11 and C++17,
 # under gcc and clang, -Wall -Wextra -Wpedantic -Werror; plus builds with precisions compiled out.
 # Then call_api.c, which calls every public function (so the kernels are instantiated: some warnings
-# only appear then), is compiled, linked and run at -O3 (C) and -O2 (C++), header-only, with
-# OpenMP where the compiler has it, with precisions or tiers compiled out, and against moe.c as an
-# object (libmoe-style). A compiler that is not installed is reported and the run fails (CI installs both).
-# `run_matrix.sh full` (suite slow) builds call_api.c in every standard at -O2 and -O3.
+# only appear then), is compiled, linked and run, header-only: -O3 C, -O2 C++ with OpenMP where the
+# compiler has it, precisions compiled out; `run_matrix.sh full` (suite slow) adds every standard at
+# -O2 and -O3, a tier compiled out and moe.c as an object (libmoe-style). A compiler that is not
+# installed is reported and the run fails (CI installs both).
 mode=${1:-default}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp -d)
@@ -34,25 +34,24 @@ for cc in gcc clang; do
     try $cc -std=c99 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"
     try $cxx -x c++ -std=c++17 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"
   done
-  try $cc -std=c99 $flags "$src/moe.c"
-  # -O3 inlines the most: the default run builds -O3 C and -O2 C++; "full" every standard at both
+  # the default run: -O3 C, -O2 C++ with OpenMP (where the compiler has it), and precisions compiled
+  # out; "full" adds every standard at -O2 and -O3, OpenMP in both languages, MOE_NO_AVX512 and the
+  # libmoe-style link (moe.c as a C object, the caller in C++: extern "C" linkage)
+  omp=""
+  if has_openmp $cc && has_openmp $cxx; then omp=-fopenmp; else
+    echo "note: $cc/$cxx without OpenMP (omp.h or its runtime missing): OpenMP builds not tried"; fi
   run $cc -std=c11 -O3 $warn -DMOE_IMPLEMENTATION "$api"
-  run $cxx -x c++ -std=c++17 -O2 $warn -DMOE_IMPLEMENTATION "$api"
+  run $cxx -x c++ -std=c++17 -O2 $omp $warn -DMOE_IMPLEMENTATION "$api"
+  run $cc -std=c99 -O2 $warn -DMOE_IMPLEMENTATION -DMOE_NO_BF16 -DMOE_NO_FP8 -DMOE_NO_INT4 -DMOE_NO_MXFP4 "$api"
   if [ "$mode" = full ]; then
     run $cc -std=c99 -O2 $warn -DMOE_IMPLEMENTATION "$api"
     run $cxx -x c++ -std=c++11 -O3 $warn -DMOE_IMPLEMENTATION "$api"
+    run $cxx -x c++ -std=c++17 -O3 $warn -DMOE_IMPLEMENTATION "$api"
+    [ -n "$omp" ] && run $cc -std=c11 -O2 $omp $warn -DMOE_IMPLEMENTATION "$api"
+    run $cxx -x c++ -std=c++17 -O2 $warn -DMOE_IMPLEMENTATION -DMOE_NO_AVX512 "$api"
+    try $cc -std=c99 -O2 $warn -c "$src/moe.c" -o "$out/moe.o"
+    run $cxx -x c++ -std=c++11 -O2 $warn "$api" -x none "$out/moe.o"
   fi
-  if has_openmp $cc && has_openmp $cxx; then
-    run $cc -std=c11 -O2 -fopenmp $warn -DMOE_IMPLEMENTATION "$api"
-    [ "$mode" = full ] && run $cxx -x c++ -std=c++17 -O2 -fopenmp $warn -DMOE_IMPLEMENTATION "$api"
-  else
-    echo "note: $cc/$cxx without OpenMP (omp.h or its runtime missing): OpenMP builds not tried"
-  fi
-  run $cc -std=c99 -O2 $warn -DMOE_IMPLEMENTATION -DMOE_NO_BF16 -DMOE_NO_FP8 -DMOE_NO_INT4 -DMOE_NO_MXFP4 "$api"
-  run $cxx -x c++ -std=c++17 -O2 $warn -DMOE_IMPLEMENTATION -DMOE_NO_AVX512 "$api"
-  # libmoe-style: the implementation in a C object, the caller in C++ (extern "C" linkage)
-  try $cc -std=c99 -O2 $warn -c "$src/moe.c" -o "$out/moe.o"
-  run $cxx -x c++ -std=c++11 -O2 $warn "$api" -x none "$out/moe.o"
   # all precisions compiled out must stop the build
   n=$((n + 1))
   if $cc -std=c99 -DMOE_IMPLEMENTATION -DMOE_NO_BF16 -DMOE_NO_INT8 -DMOE_NO_FP8 -DMOE_NO_INT4 -DMOE_NO_MXFP4 \
