@@ -988,6 +988,16 @@ typedef struct moe__lowbit {
 
 #define MOE__LOWBIT_AHEAD 4096 /* bytes the first tile prefetches ahead of its loads, per panel */
 
+/* What tile t prefetches as it steps through k (the address of step i is pf[p] + line bytes * i):
+ * the first tile MOE__LOWBIT_AHEAD bytes ahead of its own loads (past a panel's end: the panel after
+ * it, which the caller usually reads next); the second the panels the caller reads next (w_next),
+ * so DRAM keeps streaming while the later tiles run from cache; the others, lines already cached. */
+static inline MOE__INLINE void moe__lowbit_pf(const moe_gemm_args *g, const moe__lowbit *L, int32_t t, const uint8_t *pf[2]) {
+  const int next = t == 1 && g->w_next;
+  pf[0] = next ? g->w_next : L->w0 + MOE__LOWBIT_AHEAD;
+  pf[1] = next ? (g->w_next_bytes > g->panel_bytes ? g->w_next + g->panel_bytes : g->w_next) : L->w1 + MOE__LOWBIT_AHEAD;
+}
+
 /* The group scale of the tile's 16-column vector v (panel v / 2, columns 16 (v % 2) ..) for group
  * gi: f32, or e8m0 as 2^(e - 127) (e = 0 the subnormal 2^-127, e = 255 NaN). */
 MOE__AVX512_BASE MOE__INLINE __m512 moe__lowbit_scale(const moe__lowbit *L, int64_t gi, int v) {
@@ -2936,7 +2946,7 @@ MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
 
 /* fp8 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const moe__tables t = *L->tab;
@@ -2963,8 +2973,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args 
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2985,7 +2995,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args 
 
 /* fp8 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const moe__tables t = *L->tab;
@@ -3015,8 +3025,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3039,7 +3049,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
 
 /* fp8 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const moe__tables t = *L->tab;
@@ -3072,8 +3082,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3098,7 +3108,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
 
 /* fp8 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const moe__tables t = *L->tab;
@@ -3134,8 +3144,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3165,12 +3175,13 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm1_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__fp8_gemm1_tile_1(g, r0, L, ahead); break;
-    case 2: moe__fp8_gemm1_tile_2(g, r0, L, ahead); break;
-    case 3: moe__fp8_gemm1_tile_3(g, r0, L, ahead); break;
-    default: moe__fp8_gemm1_tile_4(g, r0, L, ahead); break;
+    case 1: moe__fp8_gemm1_tile_1(g, r0, L, pf); break;
+    case 2: moe__fp8_gemm1_tile_2(g, r0, L, pf); break;
+    case 3: moe__fp8_gemm1_tile_3(g, r0, L, pf); break;
+    default: moe__fp8_gemm1_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }
@@ -3178,7 +3189,7 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm1_rows(const moe_gemm_args *g, const moe__l
 
 /* fp8 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const moe__tables t = *L->tab;
@@ -3205,8 +3216,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_arg
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3227,7 +3238,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_arg
 
 /* fp8 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const moe__tables t = *L->tab;
@@ -3257,8 +3268,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3281,7 +3292,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
 
 /* fp8 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const moe__tables t = *L->tab;
@@ -3314,8 +3325,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3340,7 +3351,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
 
 /* fp8 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             size_t ahead) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const moe__tables t = *L->tab;
@@ -3376,8 +3387,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3407,12 +3418,13 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_rows(const moe_gemm_args *g, const moe_
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__fp8_gemm2x2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__fp8_gemm2x2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__fp8_gemm2x2_tile_3(g, r0, L, ahead); break;
-    default: moe__fp8_gemm2x2_tile_4(g, r0, L, ahead); break;
+    case 1: moe__fp8_gemm2x2_tile_1(g, r0, L, pf); break;
+    case 2: moe__fp8_gemm2x2_tile_2(g, r0, L, pf); break;
+    case 3: moe__fp8_gemm2x2_tile_3(g, r0, L, pf); break;
+    default: moe__fp8_gemm2x2_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }
@@ -3420,7 +3432,7 @@ MOE__AVX512_FP8_FN void moe__fp8_gemm2x2_rows(const moe_gemm_args *g, const moe_
 
 /* b4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->hi0;
@@ -3451,8 +3463,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3487,7 +3499,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
 
 /* b4 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->hi0;
@@ -3523,8 +3535,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3564,7 +3576,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
 
 /* b4 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->hi0;
@@ -3605,8 +3617,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3651,7 +3663,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
 
 /* b4 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->hi0;
@@ -3697,8 +3709,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3751,12 +3763,13 @@ MOE__AVX512_BF16_FN void moe__b4_gemm1_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__b4_gemm1_tile_1(g, r0, L, ahead); break;
-    case 2: moe__b4_gemm1_tile_2(g, r0, L, ahead); break;
-    case 3: moe__b4_gemm1_tile_3(g, r0, L, ahead); break;
-    default: moe__b4_gemm1_tile_4(g, r0, L, ahead); break;
+    case 1: moe__b4_gemm1_tile_1(g, r0, L, pf); break;
+    case 2: moe__b4_gemm1_tile_2(g, r0, L, pf); break;
+    case 3: moe__b4_gemm1_tile_3(g, r0, L, pf); break;
+    default: moe__b4_gemm1_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }
@@ -3764,7 +3777,7 @@ MOE__AVX512_BF16_FN void moe__b4_gemm1_rows(const moe_gemm_args *g, const moe__l
 
 /* b4 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->hi0;
@@ -3795,8 +3808,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3831,7 +3844,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
 
 /* b4 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->hi0;
@@ -3867,8 +3880,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3908,7 +3921,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
 
 /* b4 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->hi0;
@@ -3949,8 +3962,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3995,7 +4008,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
 
 /* b4 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->hi0;
@@ -4041,8 +4054,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4095,12 +4108,13 @@ MOE__AVX512_BF16_FN void moe__b4_gemm2x2_rows(const moe_gemm_args *g, const moe_
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__b4_gemm2x2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__b4_gemm2x2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__b4_gemm2x2_tile_3(g, r0, L, ahead); break;
-    default: moe__b4_gemm2x2_tile_4(g, r0, L, ahead); break;
+    case 1: moe__b4_gemm2x2_tile_1(g, r0, L, pf); break;
+    case 2: moe__b4_gemm2x2_tile_2(g, r0, L, pf); break;
+    case 3: moe__b4_gemm2x2_tile_3(g, r0, L, pf); break;
+    default: moe__b4_gemm2x2_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }
@@ -4108,7 +4122,7 @@ MOE__AVX512_BF16_FN void moe__b4_gemm2x2_rows(const moe_gemm_args *g, const moe_
 
 /* i4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->lo0;
@@ -4141,8 +4155,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4177,7 +4191,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
 
 /* i4 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->lo0;
@@ -4215,8 +4229,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4256,7 +4270,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
 
 /* i4 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->lo0;
@@ -4299,8 +4313,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4345,7 +4359,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
 
 /* i4 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->lo0;
@@ -4393,8 +4407,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4447,12 +4461,13 @@ MOE__AVX512_BF16_FN void moe__i4_gemm1_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__i4_gemm1_tile_1(g, r0, L, ahead); break;
-    case 2: moe__i4_gemm1_tile_2(g, r0, L, ahead); break;
-    case 3: moe__i4_gemm1_tile_3(g, r0, L, ahead); break;
-    default: moe__i4_gemm1_tile_4(g, r0, L, ahead); break;
+    case 1: moe__i4_gemm1_tile_1(g, r0, L, pf); break;
+    case 2: moe__i4_gemm1_tile_2(g, r0, L, pf); break;
+    case 3: moe__i4_gemm1_tile_3(g, r0, L, pf); break;
+    default: moe__i4_gemm1_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }
@@ -4460,7 +4475,7 @@ MOE__AVX512_BF16_FN void moe__i4_gemm1_rows(const moe_gemm_args *g, const moe__l
 
 /* i4 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->lo0;
@@ -4493,8 +4508,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4529,7 +4544,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
 
 /* i4 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->lo0;
@@ -4567,8 +4582,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4608,7 +4623,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
 
 /* i4 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->lo0;
@@ -4651,8 +4666,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4697,7 +4712,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
 
 /* i4 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->lo0;
@@ -4745,8 +4760,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(w0 + 128 * (size_t)i_ + ahead, 2);
-      moe__prefetch_ahead(w1 + 128 * (size_t)i_ + ahead, 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4799,12 +4814,13 @@ MOE__AVX512_BF16_FN void moe__i4_gemm2x2_rows(const moe_gemm_args *g, const moe_
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__i4_gemm2x2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__i4_gemm2x2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__i4_gemm2x2_tile_3(g, r0, L, ahead); break;
-    default: moe__i4_gemm2x2_tile_4(g, r0, L, ahead); break;
+    case 1: moe__i4_gemm2x2_tile_1(g, r0, L, pf); break;
+    case 2: moe__i4_gemm2x2_tile_2(g, r0, L, pf); break;
+    case 3: moe__i4_gemm2x2_tile_3(g, r0, L, pf); break;
+    default: moe__i4_gemm2x2_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }
@@ -4812,7 +4828,7 @@ MOE__AVX512_BF16_FN void moe__i4_gemm2x2_rows(const moe_gemm_args *g, const moe_
 
 /* q4 gemm1, 1 row: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -4831,8 +4847,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_1(const moe_gemm_args 
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
       { const int64_t i_ = i + 1;
       {
@@ -4875,7 +4891,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_1(const moe_gemm_args 
 
 /* q4 gemm1, 2 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -4894,8 +4910,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_2(const moe_gemm_args 
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4919,7 +4935,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_2(const moe_gemm_args 
 
 /* q4 gemm1, 3 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -4940,8 +4956,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args 
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -4967,7 +4983,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args 
 
 /* q4 gemm1, 4 rows: gate and up panels in lockstep, act in the epilogue */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -4990,8 +5006,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_4(const moe_gemm_args 
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -5022,12 +5038,13 @@ MOE__AVX512_VNNI_FN void moe__q4_gemm1_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__q4_gemm1_tile_1(g, r0, L, ahead); break;
-    case 2: moe__q4_gemm1_tile_2(g, r0, L, ahead); break;
-    case 3: moe__q4_gemm1_tile_3(g, r0, L, ahead); break;
-    default: moe__q4_gemm1_tile_4(g, r0, L, ahead); break;
+    case 1: moe__q4_gemm1_tile_1(g, r0, L, pf); break;
+    case 2: moe__q4_gemm1_tile_2(g, r0, L, pf); break;
+    case 3: moe__q4_gemm1_tile_3(g, r0, L, pf); break;
+    default: moe__q4_gemm1_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }
@@ -5035,7 +5052,7 @@ MOE__AVX512_VNNI_FN void moe__q4_gemm1_rows(const moe_gemm_args *g, const moe__l
 
 /* q4 gemm2x2, 1 row: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -5054,8 +5071,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_1(const moe_gemm_arg
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
       { const int64_t i_ = i + 1;
       {
@@ -5098,7 +5115,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_1(const moe_gemm_arg
 
 /* q4 gemm2x2, 2 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -5117,8 +5134,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_2(const moe_gemm_arg
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -5142,7 +5159,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_2(const moe_gemm_arg
 
 /* q4 gemm2x2, 3 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -5163,8 +5180,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -5190,7 +5207,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_arg
 
 /* q4 gemm2x2, 4 rows: two neighbouring panels (64 columns), added into the rows */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              size_t ahead) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
@@ -5213,8 +5230,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
       }
-      moe__prefetch_ahead(w0 + 64 * (size_t)i_ + ahead, 1);
-      moe__prefetch_ahead(w1 + 64 * (size_t)i_ + ahead, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -5245,12 +5262,13 @@ MOE__AVX512_VNNI_FN void moe__q4_gemm2x2_rows(const moe_gemm_args *g, const moe_
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
-    case 1: moe__q4_gemm2x2_tile_1(g, r0, L, ahead); break;
-    case 2: moe__q4_gemm2x2_tile_2(g, r0, L, ahead); break;
-    case 3: moe__q4_gemm2x2_tile_3(g, r0, L, ahead); break;
-    default: moe__q4_gemm2x2_tile_4(g, r0, L, ahead); break;
+    case 1: moe__q4_gemm2x2_tile_1(g, r0, L, pf); break;
+    case 2: moe__q4_gemm2x2_tile_2(g, r0, L, pf); break;
+    case 3: moe__q4_gemm2x2_tile_3(g, r0, L, pf); break;
+    default: moe__q4_gemm2x2_tile_4(g, r0, L, pf); break;
     }
     r0 += rows;
   }

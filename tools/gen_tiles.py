@@ -158,8 +158,8 @@ def direct_tile(fam, kind, mr):
     """Group by group over all of k: sums from zero, the group's steps, then scaled into the totals.
     Each row's f32 sums run one chain per output in k order, so a row's bits do not depend on the
     rows beside it. W4A8's exact int32 sums of 1 row run in two sets (even and odd steps) that would
-    otherwise wait on vpdpbusd's latency. The first tile prefetches `ahead` bytes in front of its
-    loads (the later tiles read what it brought in)."""
+    otherwise wait on vpdpbusd's latency. The first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its
+    loads, the second the panels the caller reads next (w_next), each step by step (moe__lowbit_pf)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
@@ -169,7 +169,7 @@ def direct_tile(fam, kind, mr):
     vt = "__m512" if a16 else "__m512i"
     out = [f"/* {f} {k}, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
            f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_tile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,",
-           f"{' ' * len(fam['attr'])}                           size_t ahead) {{",
+           f"{' ' * len(fam['attr'])}                           const uint8_t *const *pf) {{",
            "  const uint8_t *w0 = L->w0" + (", *w1 = L->w1;" if kind["panels"] == 2 else ";"),
            "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";"]
     if f == "fp8":
@@ -199,7 +199,7 @@ def direct_tile(fam, kind, mr):
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
         rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
     acc = lambda j: "c"
-    pf = [f"    moe__prefetch_ahead(w{p} + {line} * (size_t)i_ + ahead, {line // 64});" for p in range(kind["panels"])]
+    pf = [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {line // 64});" for p in range(kind["panels"])]
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if f == "fp8":  # blocks of any bk: a pair may straddle two blocks
         out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
@@ -248,10 +248,11 @@ def direct_rows(fam, kind):
            f"  const int32_t tiles = (g->mr + {MAXR - 1}) / {MAXR};",
            "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
            "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
-           "    const size_t ahead = t == 0 ? MOE__LOWBIT_AHEAD : 0;",
+           "    const uint8_t *pf[2];",
+           "    moe__lowbit_pf(g, L, t, pf);",
            "    switch (rows) {"]
-    out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, ahead); break;" for m in range(1, MAXR)]
-    out += [f"    default: moe__{f}_{k}_tile_{MAXR}(g, r0, L, ahead); break;", "    }", "    r0 += rows;", "  }", "}"]
+    out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, pf); break;" for m in range(1, MAXR)]
+    out += [f"    default: moe__{f}_{k}_tile_{MAXR}(g, r0, L, pf); break;", "    }", "    r0 += rows;", "  }", "}"]
     return out
 
 
