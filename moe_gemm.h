@@ -984,7 +984,10 @@ typedef struct moe__lowbit {
   const uint8_t *zeros[2];       /* INT4: the panels' zero points                               */
   const struct moe__tables *tab; /* the decoder's tables                                        */
   float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
+  int64_t kb0, kb1;              /* the k block the tiles run now (whole scale groups)          */
 } moe__lowbit;
+
+#define MOE__LOWBIT_KB 512 /* k per block: every tile runs a block before the next block starts */
 
 #define MOE__LOWBIT_AHEAD 4096 /* bytes the first tile prefetches ahead of its loads, per panel */
 
@@ -2950,7 +2953,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -2999,7 +3002,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3053,7 +3056,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3112,7 +3115,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3193,7 +3196,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3242,7 +3245,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3296,7 +3299,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3355,7 +3358,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const moe__tables t = *L->tab;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3436,7 +3439,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3503,7 +3506,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3580,7 +3583,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3667,7 +3670,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3781,7 +3784,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3848,7 +3851,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -3925,7 +3928,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -4012,7 +4015,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->hi0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -4126,7 +4129,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4195,7 +4198,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4274,7 +4277,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4363,7 +4366,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4479,7 +4482,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4548,7 +4551,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4627,7 +4630,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4716,7 +4719,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->lo0;
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zw[4];
@@ -4831,7 +4834,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_1(const moe_gemm_args 
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
@@ -4894,7 +4897,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_2(const moe_gemm_args 
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0);
@@ -4938,7 +4941,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_3(const moe_gemm_args 
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0);
@@ -4986,7 +4989,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm1_tile_4(const moe_gemm_args 
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0), asum3 = moe__sum_s8(a3 + k0, k1 - k0);
@@ -5055,7 +5058,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_1(const moe_gemm_arg
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
@@ -5118,7 +5121,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_2(const moe_gemm_arg
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0);
@@ -5162,7 +5165,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_3(const moe_gemm_arg
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0);
@@ -5210,7 +5213,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_gemm2x2_tile_4(const moe_gemm_arg
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
-  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0), asum3 = moe__sum_s8(a3 + k0, k1 - k0);
@@ -5380,7 +5383,13 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const
   moe__prefetch_meta(g, &L, np);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
   memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
-  moe__lowbit_rows(p, g, &L, gemm1);
+  /* k blocks of whole groups, every tile in each: the later tiles read what the first brought in
+   * while DRAM keeps streaming the next block, and a call costs one tile call per block */
+  for (L.kb0 = 0; L.kb0 < g->kred; L.kb0 = L.kb1) {
+    const int64_t kb = g->kgroup >= MOE__LOWBIT_KB ? g->kgroup : MOE__LOWBIT_KB / g->kgroup * g->kgroup;
+    L.kb1 = L.kb0 + kb < g->kred ? L.kb0 + kb : g->kred;
+    moe__lowbit_rows(p, g, &L, gemm1);
+  }
   moe__lowbit_store(g, tot, gemm1, np, moe__is_a8(p));
 }
 

@@ -155,7 +155,8 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
 
 
 def direct_tile(fam, kind, mr):
-    """Group by group over all of k: sums from zero, the group's steps, then scaled into the totals.
+    """Group by group over the k block [kb0, kb1): sums from zero, the group's steps, then scaled into
+    the totals.
     Each row's f32 sums run one chain per output in k order, so a row's bits do not depend on the
     rows beside it. W4A8's exact int32 sums of 1 row run in two sets (even and odd steps) that would
     otherwise wait on vpdpbusd's latency. The first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its
@@ -176,7 +177,7 @@ def direct_tile(fam, kind, mr):
         out.append("  const moe__tables t = *L->tab;")
     elif fam["pairs"] == 4:
         out.append(f"  const __m512i t = L->tab->{'lo0' if fam.get('zero') else 'hi0'};")
-    out.append("  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {")
+    out.append("  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {")
     out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
     out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
     if fam.get("zero"):
