@@ -968,12 +968,13 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
 /* ---- the low-bit tiles ---------------------------------------------------------------------------
  * FP8, INT4 and MXFP4 tiles decode their codes in registers at every k step (byte permutes: layouts
  * (b)-(d)) into bf16 pairs or W4A8's unsigned int8 quads, and run the dot products of up to 4 rows
- * on them. A call runs group by group (one scale group of k at a time) and tile by tile; a tile's
- * sums start at zero and at the group's end are scaled into the totals:
+ * on them. A call runs k in blocks of whole scale groups (MOE__LOWBIT_KB), every tile through a
+ * block before the next block starts; within a block a tile goes group by group, its sums start at
+ * zero and at the group's end are scaled into the totals:
  *   tot[r][c] = fma(sum, scale[c], tot[r][c])
  * so every row's bits are the same whatever rows share its tile. The decode is redone per tile
- * from cache: measured on Zen 5, a 4-row tile keeps the dot-product units as busy as decoding
- * once into an L1 scratch and reading it back (which costs a store and a load per vector).
+ * from cache: measured on Zen 5, 4-row tiles keep the dot-product units busier than decoding once
+ * into an L1 scratch and reading it back (a store and a load per vector; see README).
  * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
  * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
  * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
@@ -1051,7 +1052,7 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int line
 }
 
 /* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
- * bf16 words of their 16 values, twice (hi0), and for int4 in L1 those of q - zero (lo0). */
+ * bf16 words of e2m1, twice (hi0), or of int4 q - zero (lo0). */
 typedef struct moe__tables {
   __m512i hi0, hi1, lo0, lo1;
 } moe__tables;
@@ -5311,11 +5312,8 @@ static const uint8_t moe__e4m3_bf16_lo[128] = {
     0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
     0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
     0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xC0};
-/* bf16 of the 4-bit values, 16 entries twice for vpermw: int4 codes 0..15 and e2m1 (sign in bit 3);
- * and of int4 q - zero as a 5-bit index (-15..15, two's complement). */
-static const uint16_t moe__u4_bf16[32] = {
-    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170,
-    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170};
+/* bf16 of the 4-bit values, 32 entries for vpermw: int4 q - zero as a 5-bit index (-15..15, two's
+ * complement), and e2m1 (sign in bit 3) twice, so the bits above a nibble need no mask. */
 static const uint16_t moe__int5_bf16[32] = {
     0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170,
     0xC180, 0xC170, 0xC160, 0xC150, 0xC140, 0xC130, 0xC120, 0xC110, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080, 0xC040, 0xC000, 0xBF80};
@@ -5347,8 +5345,9 @@ static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
   if (p == MOE_PREC_FP8) {
     memcpy(&t->hi0, moe__e4m3_bf16_hi, 64), memcpy(&t->hi1, moe__e4m3_bf16_hi + 64, 64);
     memcpy(&t->lo0, moe__e4m3_bf16_lo, 64), memcpy(&t->lo1, moe__e4m3_bf16_lo + 64, 64);
+  } else if (p == MOE_PREC_MXFP4) {
+    memcpy(&t->hi0, moe__e2m1_bf16, 64);
   } else {
-    memcpy(&t->hi0, p == MOE_PREC_MXFP4 ? moe__e2m1_bf16 : moe__u4_bf16, 64);
     memcpy(&t->lo0, moe__int5_bf16, 64);
   }
 }
