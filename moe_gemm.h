@@ -2959,7 +2959,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args 
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -2970,8 +2969,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    int64_t i = lo;
-    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -2980,52 +2978,19 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_1(const moe_gemm_args 
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-      { const int64_t i_ = i + 1;
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    }
-    if (i < hi)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      }
-      }
-    if (hi < s1) { /* the group ends inside a pair: only its element below k1 */
-      if ((hi - lo) % 2 == 0)
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-        }
-        }
-      else
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-        }
-        }
-    }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3043,9 +3008,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    __m512 d0_1 = _mm512_setzero_ps(), d1_1 = _mm512_setzero_ps(), d2_1 = _mm512_setzero_ps(), d3_1 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -3057,8 +3020,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    int64_t i = lo;
-    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -3068,57 +3030,20 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_2(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-      { const int64_t i_ = i + 1;
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    }
-    if (i < hi)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      }
-      }
-    if (hi < s1) { /* the group ends inside a pair: only its element below k1 */
-      if ((hi - lo) % 2 == 0)
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-        { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-        }
-        }
-      else
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-        { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
-        }
-        }
-    }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
-    c0_1 = _mm512_add_ps(c0_1, d0_1); c1_1 = _mm512_add_ps(c1_1, d1_1); c2_1 = _mm512_add_ps(c2_1, d2_1); c3_1 = _mm512_add_ps(c3_1, d3_1);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3139,7 +3064,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[192];
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -3152,7 +3076,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    MOE__NO_UNROLL for (int64_t i = lo + 0; i < hi; i += 2)
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -3163,10 +3087,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-    if (hi < s1 && (hi - lo) % 2 == 0) /* the group ends inside a pair */
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
@@ -3178,36 +3102,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo + 1; i < hi; i += 2)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    if (hi < s1 && (hi - lo) % 2 == 1) /* the group ends inside a pair */
-      { const int64_t i_ = hi;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3230,7 +3124,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[256];
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -3244,7 +3137,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    MOE__NO_UNROLL for (int64_t i = lo + 0; i < hi; i += 2)
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -3256,10 +3149,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-    if (hi < s1 && (hi - lo) % 2 == 0) /* the group ends inside a pair */
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
@@ -3272,40 +3165,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 192, c0_3); c0_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 208, c1_3); c1_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 224, c2_3); c2_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 240, c3_3); c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo + 1; i < hi; i += 2)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    if (hi < s1 && (hi - lo) % 2 == 1) /* the group ends inside a pair */
-      { const int64_t i_ = hi;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
-    c0_3 = _mm512_add_ps(_mm512_load_ps(keep + 192), c0_3); c1_3 = _mm512_add_ps(_mm512_load_ps(keep + 208), c1_3); c2_3 = _mm512_add_ps(_mm512_load_ps(keep + 224), c2_3); c3_3 = _mm512_add_ps(_mm512_load_ps(keep + 240), c3_3);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3343,7 +3202,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_arg
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -3354,8 +3212,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    int64_t i = lo;
-    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -3364,52 +3221,19 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_1(const moe_gemm_arg
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-      { const int64_t i_ = i + 1;
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    }
-    if (i < hi)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      }
-      }
-    if (hi < s1) { /* the group ends inside a pair: only its element below k1 */
-      if ((hi - lo) % 2 == 0)
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-        }
-        }
-      else
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-        }
-        }
-    }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3427,9 +3251,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    __m512 d0_1 = _mm512_setzero_ps(), d1_1 = _mm512_setzero_ps(), d2_1 = _mm512_setzero_ps(), d3_1 = _mm512_setzero_ps();
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -3441,8 +3263,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    int64_t i = lo;
-    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -3452,57 +3273,20 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_2(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-      { const int64_t i_ = i + 1;
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
       moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
       __m512bh v10, v11;
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    }
-    if (i < hi)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      }
-      }
-    if (hi < s1) { /* the group ends inside a pair: only its element below k1 */
-      if ((hi - lo) % 2 == 0)
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-        { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-        }
-        }
-      else
-        { const int64_t i_ = hi;
-        {
-        __m512bh v00, v01;
-        moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-        __m512bh v10, v11;
-        moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-        { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-        { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
-        }
-        }
-    }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
-    c0_1 = _mm512_add_ps(c0_1, d0_1); c1_1 = _mm512_add_ps(c1_1, d1_1); c2_1 = _mm512_add_ps(c2_1, d2_1); c3_1 = _mm512_add_ps(c3_1, d3_1);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3523,7 +3307,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[192];
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -3536,7 +3319,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    MOE__NO_UNROLL for (int64_t i = lo + 0; i < hi; i += 2)
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -3547,10 +3330,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-    if (hi < s1 && (hi - lo) % 2 == 0) /* the group ends inside a pair */
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
@@ -3562,36 +3345,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo + 1; i < hi; i += 2)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    if (hi < s1 && (hi - lo) % 2 == 1) /* the group ends inside a pair */
-      { const int64_t i_ = hi;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3614,7 +3367,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[256];
     if (s0 < lo) /* the group starts inside a pair: only its element k0 */
       { const int64_t i_ = s0;
       {
@@ -3628,7 +3380,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    MOE__NO_UNROLL for (int64_t i = lo + 0; i < hi; i += 2)
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512bh v00, v01;
@@ -3640,10 +3392,10 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
-    if (hi < s1 && (hi - lo) % 2 == 0) /* the group ends inside a pair */
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       {
       __m512bh v00, v01;
@@ -3656,40 +3408,6 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 192, c0_3); c0_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 208, c1_3); c1_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 224, c2_3); c2_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 240, c3_3); c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo + 1; i < hi; i += 2)
-      { const int64_t i_ = i;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    if (hi < s1 && (hi - lo) % 2 == 1) /* the group ends inside a pair */
-      { const int64_t i_ = hi;
-      {
-      __m512bh v00, v01;
-      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
-      __m512bh v10, v11;
-      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
-    c0_3 = _mm512_add_ps(_mm512_load_ps(keep + 192), c0_3); c1_3 = _mm512_add_ps(_mm512_load_ps(keep + 208), c1_3); c2_3 = _mm512_add_ps(_mm512_load_ps(keep + 224), c2_3); c3_3 = _mm512_add_ps(_mm512_load_ps(keep + 240), c3_3);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3727,7 +3445,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -3739,7 +3456,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -3749,7 +3466,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3765,7 +3482,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -3775,10 +3492,9 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3796,9 +3512,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    __m512 d0_1 = _mm512_setzero_ps(), d1_1 = _mm512_setzero_ps(), d2_1 = _mm512_setzero_ps(), d3_1 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -3811,8 +3525,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -3823,8 +3537,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3841,8 +3555,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -3853,12 +3567,10 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
-    c0_1 = _mm512_add_ps(c0_1, d0_1); c1_1 = _mm512_add_ps(c1_1, d1_1); c2_1 = _mm512_add_ps(c2_1, d2_1); c3_1 = _mm512_add_ps(c3_1, d3_1);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3879,7 +3591,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[192];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -3891,11 +3602,25 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
       const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3911,43 +3636,18 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
@@ -3957,9 +3657,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -3982,7 +3679,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[256];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -3995,12 +3691,28 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
       const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4017,48 +3729,20 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 192, c0_3); c0_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 208, c1_3); c1_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 224, c2_3); c2_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 240, c3_3); c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
@@ -4069,10 +3753,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
-    c0_3 = _mm512_add_ps(_mm512_load_ps(keep + 192), c0_3); c1_3 = _mm512_add_ps(_mm512_load_ps(keep + 208), c1_3); c2_3 = _mm512_add_ps(_mm512_load_ps(keep + 224), c2_3); c3_3 = _mm512_add_ps(_mm512_load_ps(keep + 240), c3_3);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4110,7 +3790,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4122,7 +3801,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -4132,7 +3811,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4148,7 +3827,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -4158,10 +3837,9 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4179,9 +3857,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    __m512 d0_1 = _mm512_setzero_ps(), d1_1 = _mm512_setzero_ps(), d2_1 = _mm512_setzero_ps(), d3_1 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4194,8 +3870,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -4206,8 +3882,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4224,8 +3900,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
@@ -4236,12 +3912,10 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
-    c0_1 = _mm512_add_ps(c0_1, d0_1); c1_1 = _mm512_add_ps(c1_1, d1_1); c2_1 = _mm512_add_ps(c2_1, d2_1); c3_1 = _mm512_add_ps(c3_1, d3_1);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4262,7 +3936,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[192];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4274,11 +3947,25 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
       const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4294,43 +3981,18 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
@@ -4340,9 +4002,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4365,7 +4024,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[256];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4378,12 +4036,28 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
       const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4400,48 +4074,20 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
-      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 192, c0_3); c0_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 208, c1_3); c1_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 224, c2_3); c2_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 240, c3_3); c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
-      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
-      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
       const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
@@ -4452,10 +4098,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
-    c0_3 = _mm512_add_ps(_mm512_load_ps(keep + 192), c0_3); c1_3 = _mm512_add_ps(_mm512_load_ps(keep + 208), c1_3); c2_3 = _mm512_add_ps(_mm512_load_ps(keep + 224), c2_3); c3_3 = _mm512_add_ps(_mm512_load_ps(keep + 240), c3_3);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);

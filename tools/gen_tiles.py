@@ -109,7 +109,7 @@ def rows(prec, kind):
 DIRECT = [
     dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
     dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
-    dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True),
+    dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True, split=True),
     dict(name="q4", kr=4, vec="__m512i", attr="MOE__AVX512_VNNI_FN", pairs=0),
 ]
 
@@ -157,11 +157,13 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=(), js=None):
 def direct_tile(fam, kind, mr):
     """Group by group over the k block [kb0, kb1): sums from zero, the group's steps, then scaled into
     the totals.
-    Each output's f32 group sum is two chains in k order, added at the group's end: FP8 the group's
-    even and odd pair steps, INT4/MXFP4 pairs 0, 2 and 1, 3 of each step. Tiles of 1-2 rows keep
-    both in registers (one chain alone would wait on vdpbf16ps's latency), tiles of 3-4 rows run the
-    group twice, one chain per pass; the arithmetic is the same, so a row's bits do not depend on
-    the rows beside it. W4A8's exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its
+    Each output's f32 group sum is one chain in k order (FP8, MXFP4) or, for INT4-W4A16 ("split"),
+    two chains added at the group's end: pairs 0, 2 and 1, 3 of each 8-k step. Tiles of 1-2 rows
+    keep both in registers (one chain alone would wait on vdpbf16ps's latency), tiles of 3-4 rows
+    run the group twice, one chain per pass; the arithmetic is the same at every height, so a row's
+    bits do not depend on the rows beside it. (Two chains for FP8 and MXFP4 cost more in prefill than
+    they gained at 1 row: FP8's passes re-walk 128-k groups, MXFP4's groups are only 32 k long.)
+    W4A8's exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its
     loads, the second the panels the caller reads next (w_next), each step by step (moe__lowbit_pf)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
@@ -190,7 +192,7 @@ def direct_tile(fam, kind, mr):
     zero = "_mm512_setzero_ps()" if a16 else "_mm512_setzero_si512()"
     for r in range(mr):
         out.append(f"    {vt} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
-        if by_step or (a16 and mr <= 2):
+        if by_step or (fam.get("split") and mr <= 2):
             out.append(f"    {vt} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
     if fam["pairs"] == 4:  # pair j of step i is pair 4i + j
         full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
@@ -221,6 +223,14 @@ def direct_tile(fam, kind, mr):
         if by_step:
             for r in range(mr):
                 out.append("    " + " ".join(f"c{v}_{r} = _mm512_add_epi32(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
+    elif not fam.get("split"):  # one chain per output
+        if f == "fp8":
+            out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
+            out += body(rng, "s0", lambda j: "c")
+        out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
+        out += body(full, "i", lambda j: "c", pf)
+        out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
+        out += body(rng, "hi", lambda j: "c")
     elif mr <= 2:  # one pass, the two sums in c and d
         if f == "fp8":
             out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
