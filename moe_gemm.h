@@ -4137,7 +4137,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
     __m512i zw[4];
     moe__lowbit_zero_words(L, gi, 2, zw);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4149,7 +4148,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4159,7 +4158,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4175,7 +4174,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4185,10 +4184,9 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_1(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4208,9 +4206,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
     __m512i zw[4];
     moe__lowbit_zero_words(L, gi, 2, zw);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    __m512 d0_1 = _mm512_setzero_ps(), d1_1 = _mm512_setzero_ps(), d2_1 = _mm512_setzero_ps(), d3_1 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4223,8 +4219,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4235,8 +4231,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4253,8 +4249,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4265,12 +4261,10 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_2(const moe_gemm_args 
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
-    c0_1 = _mm512_add_ps(c0_1, d0_1); c1_1 = _mm512_add_ps(c1_1, d1_1); c2_1 = _mm512_add_ps(c2_1, d2_1); c3_1 = _mm512_add_ps(c3_1, d3_1);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4293,7 +4287,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[192];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4305,11 +4298,25 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4325,43 +4332,18 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
@@ -4371,9 +4353,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_3(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4398,7 +4377,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[256];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4411,12 +4389,28 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4433,48 +4427,20 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 192, c0_3); c0_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 208, c1_3); c1_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 224, c2_3); c2_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 240, c3_3); c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
@@ -4485,10 +4451,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm1_tile_4(const moe_gemm_args 
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
-    c0_3 = _mm512_add_ps(_mm512_load_ps(keep + 192), c0_3); c1_3 = _mm512_add_ps(_mm512_load_ps(keep + 208), c1_3); c2_3 = _mm512_add_ps(_mm512_load_ps(keep + 224), c2_3); c3_3 = _mm512_add_ps(_mm512_load_ps(keep + 240), c3_3);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4528,7 +4490,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
     __m512i zw[4];
     moe__lowbit_zero_words(L, gi, 2, zw);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4540,7 +4501,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4550,7 +4511,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4566,7 +4527,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4576,10 +4537,9 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_1(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4599,9 +4559,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
     __m512i zw[4];
     moe__lowbit_zero_words(L, gi, 2, zw);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    __m512 d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    __m512 d0_1 = _mm512_setzero_ps(), d1_1 = _mm512_setzero_ps(), d2_1 = _mm512_setzero_ps(), d3_1 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4614,8 +4572,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4626,8 +4584,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4644,8 +4602,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
@@ -4656,12 +4614,10 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_2(const moe_gemm_arg
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); d0_1 = moe__dpbf16(d0_1, a, v00); d1_1 = moe__dpbf16(d1_1, a, v01); d2_1 = moe__dpbf16(d2_1, a, v10); d3_1 = moe__dpbf16(d3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(c0_0, d0_0); c1_0 = _mm512_add_ps(c1_0, d1_0); c2_0 = _mm512_add_ps(c2_0, d2_0); c3_0 = _mm512_add_ps(c3_0, d3_0);
-    c0_1 = _mm512_add_ps(c0_1, d0_1); c1_1 = _mm512_add_ps(c1_1, d1_1); c2_1 = _mm512_add_ps(c2_1, d2_1); c3_1 = _mm512_add_ps(c3_1, d3_1);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4684,7 +4640,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[192];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4696,11 +4651,25 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4716,43 +4685,18 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
@@ -4762,9 +4706,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_3(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
@@ -4789,7 +4730,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__ALIGN64 float keep[256];
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -4802,12 +4742,28 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
       moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4824,48 +4780,20 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    _mm512_store_ps(keep + 0, c0_0); c0_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 16, c1_0); c1_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 32, c2_0); c2_0 = _mm512_setzero_ps(); _mm512_store_ps(keep + 48, c3_0); c3_0 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 64, c0_1); c0_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 80, c1_1); c1_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 96, c2_1); c2_1 = _mm512_setzero_ps(); _mm512_store_ps(keep + 112, c3_1); c3_1 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 128, c0_2); c0_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 144, c1_2); c1_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 160, c2_2); c2_2 = _mm512_setzero_ps(); _mm512_store_ps(keep + 176, c3_2); c3_2 = _mm512_setzero_ps();
-    _mm512_store_ps(keep + 192, c0_3); c0_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 208, c1_3); c1_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 224, c2_3); c2_3 = _mm512_setzero_ps(); _mm512_store_ps(keep + 240, c3_3); c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
-      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
-      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
-      }
-      }
-    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
-      { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
       const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
       const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
       const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
@@ -4876,10 +4804,6 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_gemm2x2_tile_4(const moe_gemm_arg
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       }
-    c0_0 = _mm512_add_ps(_mm512_load_ps(keep + 0), c0_0); c1_0 = _mm512_add_ps(_mm512_load_ps(keep + 16), c1_0); c2_0 = _mm512_add_ps(_mm512_load_ps(keep + 32), c2_0); c3_0 = _mm512_add_ps(_mm512_load_ps(keep + 48), c3_0);
-    c0_1 = _mm512_add_ps(_mm512_load_ps(keep + 64), c0_1); c1_1 = _mm512_add_ps(_mm512_load_ps(keep + 80), c1_1); c2_1 = _mm512_add_ps(_mm512_load_ps(keep + 96), c2_1); c3_1 = _mm512_add_ps(_mm512_load_ps(keep + 112), c3_1);
-    c0_2 = _mm512_add_ps(_mm512_load_ps(keep + 128), c0_2); c1_2 = _mm512_add_ps(_mm512_load_ps(keep + 144), c1_2); c2_2 = _mm512_add_ps(_mm512_load_ps(keep + 160), c2_2); c3_2 = _mm512_add_ps(_mm512_load_ps(keep + 176), c3_2);
-    c0_3 = _mm512_add_ps(_mm512_load_ps(keep + 192), c0_3); c1_3 = _mm512_add_ps(_mm512_load_ps(keep + 208), c1_3); c2_3 = _mm512_add_ps(_mm512_load_ps(keep + 224), c2_3); c3_3 = _mm512_add_ps(_mm512_load_ps(keep + 240), c3_3);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);

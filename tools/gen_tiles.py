@@ -109,12 +109,12 @@ def rows(prec, kind):
 DIRECT = [
     dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
     dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
-    dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True, split=True),
+    dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True),
     dict(name="q4", kr=4, vec="__m512i", attr="MOE__AVX512_VNNI_FN", pairs=0),
 ]
 
 
-def direct_step(fam, kind, mr, bcast, index, acc, prefetch=(), js=None):
+def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
     decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
     (vector 2p + h: panel p, columns 16h..16h+15). Tiles of 5 rows decode and use one panel at a
@@ -125,7 +125,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=(), js=None):
     out = [f"    {{ const int64_t i_ = {index};"]
     if fam["pairs"] == 4:
         out.append("    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";")
-    for j in (js if js is not None else range(max(fam["pairs"], 1))):
+    for j in range(max(fam["pairs"], 1)):
         for ps in groups:
             out.append("    {")
             for p in ps:
@@ -157,13 +157,10 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=(), js=None):
 def direct_tile(fam, kind, mr):
     """Group by group over the k block [kb0, kb1): sums from zero, the group's steps, then scaled into
     the totals.
-    Each output's f32 group sum is one chain in k order (FP8, MXFP4) or, for INT4-W4A16 ("split"),
-    two chains added at the group's end: pairs 0, 2 and 1, 3 of each 8-k step. Tiles of 1-2 rows
-    keep both in registers (one chain alone would wait on vdpbf16ps's latency), tiles of 3-4 rows
-    run the group twice, one chain per pass; the arithmetic is the same at every height, so a row's
-    bits do not depend on the rows beside it. (Two chains for FP8 and MXFP4 cost more in prefill than
-    they gained at 1 row: FP8's passes re-walk 128-k groups, MXFP4's groups are only 32 k long.)
-    W4A8's exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its
+    Each output's f32 group sum is one chain in k order at every tile height, so a row's bits do not
+    depend on the rows beside it. (Two chains, kept in registers for 1-2 rows and run as two passes
+    for 3-4 rows, gained 5-20% at one row in cache and lost 5-10% in prefill: not kept.) W4A8's
+    exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its
     loads, the second the panels the caller reads next (w_next), each step by step (moe__lowbit_pf)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
@@ -192,7 +189,7 @@ def direct_tile(fam, kind, mr):
     zero = "_mm512_setzero_ps()" if a16 else "_mm512_setzero_si512()"
     for r in range(mr):
         out.append(f"    {vt} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
-        if by_step or (fam.get("split") and mr <= 2):
+        if by_step:
             out.append(f"    {vt} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
     if fam["pairs"] == 4:  # pair j of step i is pair 4i + j
         full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
@@ -204,7 +201,6 @@ def direct_tile(fam, kind, mr):
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
         rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
     pf = [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {line // 64});" for p in range(kind["panels"])]
-    pf2 = [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {2 * line // 64});" for p in range(kind["panels"])]
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if not a16:  # W4A8: exact int32 sums, any order; 1 row in two sets of steps
         if by_step:
@@ -223,7 +219,7 @@ def direct_tile(fam, kind, mr):
         if by_step:
             for r in range(mr):
                 out.append("    " + " ".join(f"c{v}_{r} = _mm512_add_epi32(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
-    elif not fam.get("split"):  # one chain per output
+    else:  # one chain per output
         if f == "fp8":
             out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
             out += body(rng, "s0", lambda j: "c")
@@ -231,52 +227,6 @@ def direct_tile(fam, kind, mr):
         out += body(full, "i", lambda j: "c", pf)
         out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
         out += body(rng, "hi", lambda j: "c")
-    elif mr <= 2:  # one pass, the two sums in c and d
-        if f == "fp8":
-            out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
-            out += body(rng, "s0", lambda j: "c")
-            out.append("    int64_t i = lo;")
-            out.append("    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
-            out += body(full, "i", lambda j: "c", pf2)
-            out += body(full, "i + 1", lambda j: "d")
-            out.append("    }")
-            out.append("    if (i < hi)")
-            out += body(full, "i", lambda j: "c")
-            out.append("    if (hi < s1) { /* the group ends inside a pair: only its element below k1 */")
-            out.append("      if ((hi - lo) % 2 == 0)")
-            out += ["  " + l for l in body(rng, "hi", lambda j: "c")]
-            out.append("      else")
-            out += ["  " + l for l in body(rng, "hi", lambda j: "d")]
-            out.append("    }")
-        else:
-            even_odd = lambda j: "d" if j % 2 else "c"
-            out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-            out += body(full, "i", even_odd, pf)
-            out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
-            out += body(rng, "hi", even_odd)
-        for r in range(mr):
-            out.append("    " + " ".join(f"c{v}_{r} = _mm512_add_ps(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
-    else:  # two passes over the group: the first sum, kept in memory, then the second into c
-        out.append(f"    MOE__ALIGN64 float keep[{mr * nacc * 16}];")
-        for pas in range(2):
-            if f == "fp8":
-                if pas == 0:
-                    out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
-                    out += body(rng, "s0", lambda j: "c")
-                out.append(f"    MOE__NO_UNROLL for (int64_t i = lo + {pas}; i < hi; i += 2)")
-                out += body(full, "i", lambda j: "c", pf2 if pas == 0 else ())
-                out.append(f"    if (hi < s1 && (hi - lo) % 2 == {pas}) /* the group ends inside a pair */")
-                out += body(rng, "hi", lambda j: "c")
-            else:
-                out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-                out += body(full, "i", lambda j: "c", pf if pas == 0 else (), js=[pas, pas + 2])
-                out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
-                out += body(rng, "hi", lambda j: "c", js=[pas, pas + 2])
-            if pas == 0:
-                for r in range(mr):
-                    out.append("    " + " ".join(f"_mm512_store_ps(keep + {16 * (r * nacc + v)}, c{v}_{r}); c{v}_{r} = {zero};" for v in range(nacc)))
-        for r in range(mr):
-            out.append("    " + " ".join(f"c{v}_{r} = _mm512_add_ps(_mm512_load_ps(keep + {16 * (r * nacc + v)}), c{v}_{r});" for v in range(nacc)))
     out.append("    {")
     out.append("    const __m512 " + ", ".join(f"sc{v} = moe__lowbit_scale(L, gi, {v})" for v in range(nacc)) + ";")
     if f == "q4":
