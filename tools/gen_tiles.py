@@ -104,8 +104,8 @@ def rows(prec, kind):
 
 
 # Low-bit tiles: the codes are decoded in registers at each k step (every weight byte is read once
-# from memory; tiles of up to 4 rows decode it again from cache, hidden under their dot products).
-# One call per scale group and tile (moe__group).
+# from memory; tiles of up to 4 rows decode it again from cache, beside their dot products). One
+# call per tile and k block of whole scale groups (moe__lowbit).
 DIRECT = [
     dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
     dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
@@ -160,8 +160,9 @@ def direct_tile(fam, kind, mr):
     Each output's f32 group sum is one chain in k order at every tile height, so a row's bits do not
     depend on the rows beside it. (Two chains, kept in registers for 1-2 rows and run as two passes
     for 3-4 rows, gained 5-20% at one row in cache and lost 5-10% in prefill: not kept.) W4A8's
-    exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its
-    loads, the second the panels the caller reads next (w_next), each step by step (moe__lowbit_pf)."""
+    exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD
+    bytes in front of its loads, the second the panels the caller reads next (w_next), each step by
+    step (moe__lowbit_pf)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
