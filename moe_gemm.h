@@ -5292,7 +5292,7 @@ MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(cons
   if (g->nr > MOE_NR) moe__qc8_gemm2x2_rows(g);
   else moe__qc8_gemm2_rows(g);
 }
-/* ---- the low-bit kernels: decode a chunk into L1, then the chunk tiles --------------------------- */
+/* ---- the low-bit kernels: decode tables, the call (k blocks x row tiles), the list's functions --- */
 /* bf16 of every e4m3 magnitude (code & 0x7F), as high and low bytes: exact, subnormals included;
  * 0x7F (NaN) -> 0x7FC0. The sign bit is or'ed in after the lookup. */
 static const uint8_t moe__e4m3_bf16_hi[128] = {
