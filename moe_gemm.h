@@ -218,7 +218,6 @@ static inline moe__meta moe__meta_of(moe_precision p) { return moe__traits(p)->m
 static inline size_t moe__cell_bytes(moe_precision p) {
   return (size_t)(moe__kr(p) * moe__code_bits(moe__traits(p)->code) / 8);
 }
-static inline int64_t moe__cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline size_t moe__round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
 
 /* k per scale group (0: no groups along k) */
@@ -885,15 +884,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_c_rows(const moe_gemm_args *g, i
     for (int32_t col = 0; col < g->nr; col += 16) _mm_prefetch((const char *)(g->c_rows[r0 + r] + col), _MM_HINT_T1);
 }
 
-/* The KR activations of row a at k-group i as one 32-bit lane value: KR = 2 bf16 or 4 u8. A
- * partial last group reads only the elements below kred and pads with zeros. */
-static inline uint32_t moe__a_group(const uint8_t *a, int64_t i, int64_t kred, size_t group_bytes, size_t elt) {
-  uint32_t v = 0;
-  size_t avail = (size_t)(kred * (int64_t)elt) - (size_t)i * group_bytes;
-  memcpy(&v, a + (size_t)i * group_bytes, avail < group_bytes ? avail : group_bytes);
-  return v;
-}
-
 static inline uint32_t moe__load_u32(const uint8_t *p) {
   uint32_t v;
   memcpy(&v, p, 4);
@@ -919,8 +909,21 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
 MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_group(const uint8_t *a, int64_t i) {
   return _mm512_set1_epi32((int)moe__load_u32(a + 4 * (size_t)i));
 }
+/* The KR elements of row a at k-group i that lie in [k0, k1), broadcast; the others read as pad
+ * (the byte that makes the element 0: 0 for bf16, 0x80 for u8 = q + 128). Reads only in [k0, k1). */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_range(const uint8_t *a, int64_t i, int64_t k0, int64_t k1, int kr,
+                                                     size_t elt, int pad) {
+  uint8_t b[4];
+  memset(b, pad, sizeof b);
+  for (int j = 0; j < kr; j++) {
+    int64_t k = i * kr + j;
+    if (k >= k0 && k < k1) memcpy(b + (size_t)j * elt, a + (size_t)k * elt, elt);
+  }
+  return _mm512_set1_epi32((int)moe__load_u32(b));
+}
+
 MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_tail(const uint8_t *a, int64_t i, int64_t kred, size_t elt) {
-  return _mm512_set1_epi32((int)moe__a_group(a, i, kred, 4, elt));
+  return moe__bcast_range(a, i, 0, kred, (int)(4 / elt), elt, 0);
 }
 
 /* A tile's share of the next panels (w_next), spread evenly over its k steps. */
@@ -1085,19 +1088,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__q4_line(const uint8_t *line, __m512i *c0,
   __m512i v = _mm512_load_si512(line);
   *c0 = _mm512_and_si512(v, m4);
   *c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-}
-
-/* The KR elements of row a at k-group i that lie in [k0, k1), broadcast; the others read as pad
- * (the byte that makes the element 0: 0 for bf16, 0x80 for u8 = q + 128). Reads only in [k0, k1). */
-MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_range(const uint8_t *a, int64_t i, int64_t k0, int64_t k1, int kr,
-                                                     size_t elt, int pad) {
-  uint8_t b[4];
-  memset(b, pad, sizeof b);
-  for (int j = 0; j < kr; j++) {
-    int64_t k = i * kr + j;
-    if (k >= k0 && k < k1) memcpy(b + (size_t)j * elt, a + (size_t)k * elt, elt);
-  }
-  return _mm512_set1_epi32((int)moe__load_u32(b));
 }
 
 /* Each tile height is its own function (a compile-time MR, never inlined back into one). */

@@ -157,7 +157,6 @@ static inline int moe__imp_mul(int64_t a, int64_t b, int64_t *r) {
   *r = a * b;
   return 1;
 }
-static inline int64_t moe__imp_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 /* rows x cols of the source inside a destination of dst_rows rows, from row0. */
 static inline int moe__imp_rows_ok(int64_t rows, int64_t cols, int64_t dst_rows, int64_t row0) {
   return rows >= 1 && cols >= 1 && dst_rows >= rows && row0 >= 0 && row0 <= dst_rows - rows;
@@ -180,7 +179,7 @@ static inline float moe__imp_f32(const uint8_t *p, moe_dtype t, int64_t i) {
  * packed words and scales. 0 on overflow. */
 static inline int moe__imp_int4_sizes(int64_t rows, int64_t cols, int64_t dst_rows, int64_t ng, moe_dtype scale_type) {
   int64_t t;
-  return moe__imp_mul(dst_rows, moe__imp_cdiv(cols, 2), &t) && moe__imp_mul(dst_rows, ng, &t) &&
+  return moe__imp_mul(dst_rows, moe__cdiv(cols, 2), &t) && moe__imp_mul(dst_rows, ng, &t) &&
          moe__imp_mul(t, 4, &t) && moe__imp_mul(rows, cols / 2, &t) && moe__imp_mul(ng, rows, &t) &&
          moe__imp_mul(t, (int64_t)moe__imp_dtype_size(scale_type), &t);
 }
@@ -195,9 +194,9 @@ MOE_API moe_status moe_import_fp8_block(const void *weight, const void *weight_s
   if (block_n < 1 || block_k < 1) return MOE_ERR_DESCRIPTOR;
   /* each scale block of the destination must come from one matrix */
   if (row0 % block_n != 0 || (rows % block_n != 0 && row0 + rows != dst_rows)) return MOE_ERR_UNSUPPORTED;
-  nrb = moe__imp_cdiv(rows, block_n);
-  ncb = moe__imp_cdiv(cols, block_k);
-  if (!moe__imp_mul(dst_rows, cols, &t) || !moe__imp_mul(moe__imp_cdiv(dst_rows, block_n), ncb, &t) ||
+  nrb = moe__cdiv(rows, block_n);
+  ncb = moe__cdiv(cols, block_k);
+  if (!moe__imp_mul(dst_rows, cols, &t) || !moe__imp_mul(moe__cdiv(dst_rows, block_n), ncb, &t) ||
       !moe__imp_mul(t, 4, &t))
     return MOE_ERR_OVERFLOW;
   /* same layout: the rows, and the block rows of scales (f32 bytes, little-endian like the host) */
@@ -260,7 +259,7 @@ MOE_API moe_status moe_import_gptq(const void *qweight, const void *qzeros, cons
   if (group % 32 != 0) return MOE_ERR_UNSUPPORTED;
   if (!moe__imp_dtype_ok(scale_type)) return MOE_ERR_ARG;
   wpr = rows / 8; /* qzeros words per row */
-  ng = moe__imp_cdiv(cols, group);
+  ng = moe__cdiv(cols, group);
   rb = cols / 2;
   if (!moe__imp_int4_sizes(rows, cols, dst_rows, ng, scale_type)) return MOE_ERR_OVERFLOW;
   /* act-order: only the trivial g_idx (groups contiguous along cols) has a plain equivalent */

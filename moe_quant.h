@@ -225,6 +225,7 @@ static inline int32_t moe__code_bits(moe__code c) {
 }
 
 /* ---- private helpers ------------------------------------------------------------------------- */
+static inline int64_t moe__cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline uint32_t moe__f32_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
