@@ -246,17 +246,17 @@ static const struct {
   const char *st;     /* safetensors name                         */
   int gguf;           /* ggml_type id, or -1                       */
   size_t block, size; /* elements per block and bytes per block   */
-} moe__ck_types[] = {
-    [MOE_CKPT_F32] = {"F32", 0, 1, 4},         [MOE_CKPT_F16] = {"F16", 1, 1, 2},
-    [MOE_CKPT_BF16] = {"BF16", 30, 1, 2},      [MOE_CKPT_F64] = {"F64", 28, 1, 8},
-    [MOE_CKPT_F8_E4M3] = {"F8_E4M3", -1, 1, 1}, [MOE_CKPT_F8_E5M2] = {"F8_E5M2", -1, 1, 1},
-    [MOE_CKPT_I8] = {"I8", 24, 1, 1},          [MOE_CKPT_U8] = {"U8", -1, 1, 1},
-    [MOE_CKPT_I16] = {"I16", 25, 1, 2},        [MOE_CKPT_U16] = {"U16", -1, 1, 2},
-    [MOE_CKPT_I32] = {"I32", 26, 1, 4},        [MOE_CKPT_U32] = {"U32", -1, 1, 4},
-    [MOE_CKPT_I64] = {"I64", 27, 1, 8},        [MOE_CKPT_U64] = {"U64", -1, 1, 8},
-    [MOE_CKPT_BOOL] = {"BOOL", -1, 1, 1},      [MOE_CKPT_Q4_0] = {"Q4_0", 2, 32, 18},
-    [MOE_CKPT_Q8_0] = {"Q8_0", 8, 32, 34},     [MOE_CKPT_MXFP4] = {"MXFP4", 39, 32, 17},
-    [MOE_CKPT_OTHER] = {"other", -1, 0, 0},
+} moe__ck_types[] = { /* in the order of moe_ckpt_dtype */
+    {"F32", 0, 1, 4},         {"F16", 1, 1, 2},
+    {"BF16", 30, 1, 2},      {"F64", 28, 1, 8},
+    {"F8_E4M3", -1, 1, 1}, {"F8_E5M2", -1, 1, 1},
+    {"I8", 24, 1, 1},          {"U8", -1, 1, 1},
+    {"I16", 25, 1, 2},        {"U16", -1, 1, 2},
+    {"I32", 26, 1, 4},        {"U32", -1, 1, 4},
+    {"I64", 27, 1, 8},        {"U64", -1, 1, 8},
+    {"BOOL", -1, 1, 1},      {"Q4_0", 2, 32, 18},
+    {"Q8_0", 8, 32, 34},     {"MXFP4", 39, 32, 17},
+    {"other", -1, 0, 0},
 };
 
 MOE_API const char *moe_ckpt_dtype_name(moe_ckpt_dtype t) {
