@@ -2,7 +2,7 @@
  * (a file, or a directory with config.json and shards) and llama.cpp's GGUF (v2, v3).
  *
  * Not part of moe.h: this header does file I/O (POSIX open/mmap) and parses JSON with cJSON
- * (Debian libcjson-dev; link -lcjson). In exactly one file:
+ * (Debian libcjson-dev; link -lcjson). In exactly one file (POSIX: _POSIX_C_SOURCE 200809L or gnu modes):
  *     #define MOE_CHECKPOINT_IMPLEMENTATION
  *     #include "moe_checkpoint.h"      (includes moe.h; define MOE_IMPLEMENTATION there too, or link libmoe)
  *
