@@ -613,7 +613,7 @@ MOE_API moe_status moe_ckpt_parse_gguf(const uint8_t *file, size_t size, moe_ckp
     if ((st = moe__gguf_config(cfg, (const char *)arch, (size_t)alen, err)) != MOE_OK) return st;
     r.off = kv_start;
     for (uint64_t i = 0; i < n_kv; i++) {
-      moe__gguf_kv kv;
+      moe__gguf_kv kv = {NULL, 0, 0, NULL}; /* pass 1 checked every read */
       moe__gguf_string(&r, &kv.key, &kv.klen), moe__ck_u32(&r, &kv.type);
       kv.val = r.p + r.off;
       moe__gguf_skip(&r, kv.type, 0);
@@ -646,8 +646,8 @@ MOE_API moe_status moe_ckpt_parse_gguf(const uint8_t *file, size_t size, moe_ckp
   r.off = info_start, names = 0, st = MOE_OK;
   for (uint64_t i = 0; i < n_tensors && st == MOE_OK; i++) {
     moe_ckpt_tensor *t = &out->t[out->n++];
-    uint64_t len, ne[4], off;
-    uint32_t nd, type;
+    uint64_t len = 0, ne[4] = {0, 0, 0, 0}, off = 0; /* pass 1 checked every read */
+    uint32_t nd = 0, type = 0;
     size_t block, bsize, count = 1, bytes;
     int ok = 1;
     moe__gguf_string(&r, &b, &len);
@@ -799,7 +799,7 @@ MOE_API moe_status moe_ckpt_parse_config(const char *json, size_t size, moe_ckpt
   root = cJSON_ParseWithLength(json, size);
   if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
-    return moe__ck_fail(err, MOE_ERR_ARG, "config: not a JSON object");
+    return moe__ck_fail(err, MOE_ERR_ARG, "config: not valid JSON, or not an object");
   }
   j.root = root, j.err = err, j.st = MOE_OK;
   type = moe__ck_get_str(root, "model_type");
@@ -981,7 +981,7 @@ static int moe__ck_ends_with(const char *s, const char *tail) {
 static char *moe__ck_join(const char *dir, const char *name) {
   size_t a = strlen(dir), b = strlen(name);
   char *p = (a + b + 2 > 8192) ? NULL : (char *)malloc(a + b + 2);
-  if (p) snprintf(p, a + b + 2, "%s/%s", dir, name);
+  if (p) memcpy(p, dir, a), p[a] = '/', memcpy(p + a + 1, name, b + 1);
   return p;
 }
 
