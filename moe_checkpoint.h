@@ -18,7 +18,8 @@
  * by what the file holds: a count read from a file is checked against the bytes left before
  * anything is allocated for it. The parsers work on bytes in memory (no I/O), so they can be fuzzed
  * (tests/fuzz). Statuses: MOE_ERR_NULL (a NULL argument), MOE_ERR_ARG (a malformed file or value,
- * or a path that cannot be read), MOE_ERR_SHAPE (a tensor whose shape does not fit the layer),
+ * or a path that cannot be read), MOE_ERR_SHAPE (a tensor of the layer missing, or of a shape that
+ * does not fit it),
  * MOE_ERR_UNSUPPORTED (a valid file this reader cannot run: an unknown architecture, a dtype or
  * quantization it does not convert, GPTQ act-order), MOE_ERR_OVERFLOW (a size past size_t),
  * MOE_ERR_EXPERT_ID (a layer that is not an MoE layer, or past the last layer).
@@ -1390,6 +1391,8 @@ static moe_status moe__ck_put(moe__ck_load *ld, moe_weights *w, int mat, int64_t
     break;
   }
   }
+  if (st == MOE_ERR_UNSUPPORTED && m->kind == MOE__CK_GPTQ && m->g)
+    return moe__ck_fail(ld->err, st, "tensor %s: act-order (desc_act) g_idx is not read: the plain int4 layout scales contiguous groups", m->g->name);
   if (st != MOE_OK) return moe__ck_fail(ld->err, st, "tensor %s: %s", m->w->name, moe_status_str(st));
   return MOE_OK;
 }
