@@ -242,6 +242,19 @@ static int moe__ck_mul(size_t a, size_t b, size_t *out) {
   return 1;
 }
 
+/* JSON text of `size` bytes (no NUL needed) that holds one value and nothing but whitespace after it. */
+static cJSON *moe__ck_json_parse(const char *text, size_t size) {
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, size, &end, 0);
+  if (root && end)
+    for (; end < text + size; end++)
+      if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+        cJSON_Delete(root);
+        return NULL;
+      }
+  return root;
+}
+
 /* ==== dtypes ====================================================================================== */
 static const struct {
   const char *st;     /* safetensors name                         */
@@ -391,7 +404,7 @@ MOE_API moe_status moe_ckpt_parse_safetensors(const uint8_t *file, size_t size, 
   n = moe__ck_le(file, 8);
   if (n > MOE__CK_MAX_HEADER) return moe__ck_fail(err, MOE_ERR_ARG, "safetensors: header of %llu bytes (limit 100000000)", (unsigned long long)n);
   if (n > size - 8) return moe__ck_fail(err, MOE_ERR_ARG, "safetensors: header of %llu bytes past the end of the file (%zu bytes)", (unsigned long long)n, size);
-  root = cJSON_ParseWithLength((const char *)file + 8, (size_t)n);
+  root = moe__ck_json_parse((const char *)file + 8, (size_t)n);
   if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return moe__ck_fail(err, MOE_ERR_ARG, "safetensors: the header is not a JSON object");
@@ -522,7 +535,7 @@ static void moe__gguf_config_kv(moe_ckpt_config *c, const moe__gguf_kv *kv) {
   if (!moe__gguf_number(kv->type, kv->val, &d)) return;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     if (!moe__gguf_key_is(kv, c->model_type, keys[i].name)) continue;
-    int64_t v = d >= 0 && d < 1e15 ? (int64_t)d : -1;
+    const int64_t v = d >= 0 && d <= 1099511627776.0 ? (int64_t)d : -1; /* up to 2^40, as config.json; else invalid */
     switch (keys[i].field) {
     case 0: c->n_layers = v; break;
     case 1: c->hidden = v; break;
@@ -560,7 +573,14 @@ static moe_status moe__gguf_config(moe_ckpt_config *c, const char *arch, size_t 
 }
 
 static moe_status moe__gguf_config_done(moe_ckpt_config *c, moe_ckpt_error *err) {
-  if (c->shared_inter < 0) c->shared_inter = -c->shared_inter * c->moe_inter; /* DeepSeek: count x expert size */
+  if (c->shared_inter < 0) { /* DeepSeek: count x expert size (each at most 2^40: no overflow) */
+    if (c->shared_inter < -1024 || c->moe_inter < 1)
+      return moe__ck_fail(err, MOE_ERR_ARG, "gguf: expert_shared_count %lld", (long long)-c->shared_inter);
+    c->shared_inter = -c->shared_inter * c->moe_inter;
+  }
+  if (!(c->routed_scaling_factor >= 0.0f && c->routed_scaling_factor < 1e30f))
+    return moe__ck_fail(err, MOE_ERR_ARG, "gguf: expert_weights_scale %g", (double)c->routed_scaling_factor);
+  if (c->routed_scaling_factor == 0.0f) c->routed_scaling_factor = 1.0f; /* llama.cpp: 0 means none */
   if (c->arch == MOE_CKPT_QWEN2_MOE && c->shared_inter) c->shared_gated = 1;
   if (c->n_group < 1 || c->topk_group < 1 || c->topk_group > c->n_group)
     return moe__ck_fail(err, MOE_ERR_ARG, "gguf: expert groups %d, used %d", c->n_group, c->topk_group);
@@ -700,7 +720,7 @@ static void moe__ck_get_int(moe__ck_json *j, const cJSON *obj, const char *key, 
   double d;
   if (j->st != MOE_OK || !v || cJSON_IsNull(v)) return;
   d = v->valuedouble;
-  if (!cJSON_IsNumber(v) || d != (double)(int64_t)d || d < (double)lo || d > (double)hi) {
+  if (!cJSON_IsNumber(v) || !(d >= (double)lo && d <= (double)hi) || d != (double)(int64_t)d) { /* range first: then the cast is defined */
     j->st = moe__ck_fail(j->err, MOE_ERR_ARG, "config: %s is not an integer in [%lld, %lld]", key, (long long)lo, (long long)hi);
     return;
   }
@@ -797,7 +817,7 @@ MOE_API moe_status moe_ckpt_parse_config(const char *json, size_t size, moe_ckpt
   int64_t shared_n = 0;
   if (!json || !c) return moe__ck_fail(err, MOE_ERR_NULL, "NULL argument");
   memset(c, 0, sizeof *c);
-  root = cJSON_ParseWithLength(json, size);
+  root = moe__ck_json_parse(json, size);
   if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return moe__ck_fail(err, MOE_ERR_ARG, "config: not valid JSON, or not an object");
@@ -906,7 +926,7 @@ MOE_API moe_status moe_ckpt_parse_index(const char *json, size_t size, moe_ckpt_
   moe_status st = MOE_OK;
   if (!json || !idx) return moe__ck_fail(err, MOE_ERR_NULL, "NULL argument");
   memset(idx, 0, sizeof *idx);
-  root = cJSON_ParseWithLength(json, size);
+  root = moe__ck_json_parse(json, size);
   map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
   if (!cJSON_IsObject(root) || !cJSON_IsObject(map)) {
     cJSON_Delete(root);
