@@ -20,6 +20,8 @@
  *   | MOE_NO_AVX512       | remove the AVX-512 kernels (and AMX)                                |
  *   | MOE_NO_AMX          | remove the AMX tier (never ask the OS for tile state)               |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
+ *   | MOE_AMX_EMULATE     | run the AMX tier on a C model of the tiles (tests on any x86)       |
+ *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default 4)            |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *
  * CONTRACT
@@ -65,6 +67,9 @@
 
 #ifndef MOE_DEFAULT_CHUNK
 #define MOE_DEFAULT_CHUNK 1024
+#endif
+#ifndef MOE_AMX_MIN_ROWS
+#define MOE_AMX_MIN_ROWS 4
 #endif
 
 #define MOE_VERSION_MAJOR 0
@@ -180,6 +185,7 @@ MOE_API moe_status moe_forward(const moe_experts *ex, const moe_router *router, 
 typedef struct moe__layer {
   const moe_experts *ex, *sh;
   const moe_gemm_config *kern;
+  const moe_gemm_config *kern_small; /* AMX tier: the AVX-512 kernel for blocks of few rows, or NULL */
   const moe_call *call;
   const void *routed_in;       /* moe_shared_expert: routed output to add, or NULL              */
   const moe__row_ops *ops;     /* quantize/convert/accumulate rows on the current tier          */
@@ -298,6 +304,12 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   if (!(c->routed_scaling_factor == c->routed_scaling_factor)) return MOE_ERR_ARG;
   L->kern = moe_gemm_select(ex->precision);
   if (!L->kern) return MOE_ERR_UNSUPPORTED;
+  L->kern_small = L->kern->isa == MOE_ISA_AMX ? moe_gemm_config_for(ex->precision, MOE_ISA_AVX512) : NULL;
+  if (L->kern_small && !moe__is_a8(ex->precision)) { /* bf16 activations: one choice per call */
+    int64_t slots = shared_only ? c->M : c->M * c->topk, experts = shared_only ? 1 : moe__n_global(c, ex->E);
+    if (slots < (int64_t)MOE_AMX_MIN_ROWS * experts) L->kern = L->kern_small;
+    L->kern_small = NULL;
+  }
   L->ex = ex;
   L->sh = sh;
   L->call = c;
@@ -459,6 +471,18 @@ static inline const moe_experts *moe__block_experts(const moe__layer *L, int64_t
 
 static inline int64_t moe__h_panels(const moe__layer *L) { return moe__cdiv(L->N_max, MOE_NR); }
 
+/* The kernel of a block of `rows` rows. On the AMX tier, few rows run the AVX-512 kernel: a tile op
+ * computes 16 rows whatever the block holds, so at r rows AMX does r/16 of its work usefully, and a
+ * block of few rows is bound by the weight stream, which the AVX-512 kernels (decoding in registers)
+ * keep at DRAM speed. int8 and W4A8 give the same bits on both tiers, so they choose per block
+ * (below MOE_AMX_MIN_ROWS rows: AVX-512). The bf16-activation precisions round differently on the
+ * tiles, so they choose once per call, as the reference does, from the average rows per expert
+ * (M * topk / experts against MOE_AMX_MIN_ROWS; moe__resolve): then a token's bits depend neither on
+ * the thread count nor on the chunk size. */
+static inline const moe_gemm_config *moe__block_kernel(const moe__layer *L, int32_t rows) {
+  return L->kern_small && rows < MOE_AMX_MIN_ROWS ? L->kern_small : L->kern;
+}
+
 /* GEMM1 of block b, h panel p: h rows of the block, columns 32p..32p+31; next_p is the panel the
  * task reads next (-1: none), a prefetch hint. */
 static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, int64_t next_p) {
@@ -495,7 +519,7 @@ static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, i
   g.limit = L->limit;
   g.c = L->h + row0 * L->N_max + p * MOE_NR;
   g.ldc = L->N_max;
-  L->kern->gemm1(&g);
+  moe__block_kernel(L, g.mr)->gemm1(&g);
 }
 
 /* Block b's h rows to the GEMM2 operand (bf16 or u8 with a row scale). */
@@ -541,7 +565,7 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
   g.bias = X->b2 ? X->b2 + e * X->K + q * 2 * MOE_NR : NULL;
   g.row_weight = row_weight;
   g.c_rows = c_rows;
-  L->kern->gemm2(&g);
+  moe__block_kernel(L, g.mr)->gemm2(&g);
 }
 
 /* ---- the experts' region ----------------------------------------------------------------------
@@ -630,6 +654,7 @@ static inline void moe__experts_worker(void *arg, int64_t unused) {
     if (i < L->items1) moe__gemm1_item(L, i);
     else moe__gemm2_item(L, i - L->items1);
   }
+  moe__tiles_release(); /* this thread's part of the region is done: its AMX tile state goes */
 }
 
 /* Work units per item: runs of up to `most`, but at least `per_thread` items per thread. */

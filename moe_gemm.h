@@ -128,7 +128,7 @@ typedef void (*moe_gemm_ukernel)(const moe_gemm_args *args);
 typedef enum moe_isa {
   MOE_ISA_SCALAR = 0,
   MOE_ISA_AVX512 = 1,   /* AVX-512 F/BW/VL/DQ with VNNI or BF16, per kernel                    */
-  MOE_ISA_AMX = 2,      /* AMX-BF16 / AMX-INT8 tiles (tier reserved: no kernels yet)            */
+  MOE_ISA_AMX = 2,      /* AMX-BF16 / AMX-INT8 tiles (MOE_AMX_EMULATE: the C tile model)        */
   MOE_ISA_AVX2 = 3,     /* AVX2 + FMA + F16C (tier reserved: no kernels yet)                    */
   MOE_ISA_AVX_VNNI = 4, /* AVX2 with VEX-encoded vpdpbusd (tier reserved: no kernels yet)       */
   MOE_ISA_COUNT = 5
@@ -5452,6 +5452,330 @@ MOE__AVX512_BASE void moe__add_row_avx512(float *acc, const float *y, int64_t n)
     _mm512_mask_storeu_ps(acc + i, mk, _mm512_add_ps(_mm512_maskz_loadu_ps(mk, acc + i), _mm512_maskz_loadu_ps(mk, y + i)));
   }
 }
+/* ---- AMX tier ------------------------------------------------------------------------------------
+ * Tiles through a thin layer: MOE__TILE_*() are the AMX instructions, or, with MOE_AMX_EMULATE, a
+ * portable C model of the eight tile registers and palette 1 (so every AMX code path runs, and is
+ * tested, on any x86 with AVX-512). The kernels read the packed panels the AVX-512 kernels read: a
+ * decoded (or, for bf16 and int8, the stored) line is one B-tile row of 16 columns, so a panel of 32
+ * columns is two B tiles per k step. Tile use (palette 1):
+ *
+ *   tmm0..3  C: 16 rows x 16 f32 / int32     (gemm1: gate 0-15, gate 16-31, up 0-15, up 16-31;
+ *                                             gemm2: columns 0-15 .. 48-63 of two panels)
+ *   tmm4     A: 16 rows x 64 bytes           (32 bf16 k, or KT u8 / s8 k)
+ *   tmm5, 6  B: (KT / KR) rows x 64 bytes    (16 columns x KR k per row)
+ *
+ * A call runs its rows in blocks of 16; per block and scale group the C tiles start at zero, take
+ * every k tile of the group, and go through memory into the low-bit totals (tot = fma(sum, scale,
+ * tot)), so the epilogues are the AVX-512 kernels' own. The integer tiles (int8: tdpbusd, u8 x s8;
+ * W4A8: tdpbsud, (a - 128) x code) give the exact sums of vpdpbusd: those precisions are bitwise
+ * the same on the AMX and AVX-512 tiers. tdpbf16ps rounds differently from vdpbf16ps (two FP32 sums
+ * per instruction, DAZ/FTZ), so bf16-activation precisions agree with the other tiers to rounding.
+ * The configuration is loaded once per thread and kept while it fits (moe__amx_config); the layer
+ * releases it at the end of each thread's part of the experts' region (moe__amx_release). */
+#if defined(MOE__HAVE_AVX512) && !defined(MOE_NO_AMX)
+#define MOE__HAVE_AMX 1
+#if defined(__cplusplus)
+#define MOE__TLS thread_local
+#else
+#define MOE__TLS __thread
+#endif
+
+/* ldtilecfg's 64-byte operand, palette 1 */
+typedef struct moe__tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} moe__tilecfg;
+
+#ifdef MOE_AMX_EMULATE
+#define MOE__AMX_EMULATED 1
+#define MOE__AMX_T MOE__T_BASE ",avx512bf16,avx512vnni,avx512vbmi"
+/* The model: Intel SDM vol. 2, TILELOADD/TILESTORED/TILEZERO/LDTILECFG/TILERELEASE and TDPBF16PS,
+ * TDPBUSD, TDPBSUD (pseudocode also at felixcloutier.com/x86/tdpbf16ps): rows and colsb from the
+ * configuration, bytes past colsb and rows past rows read as zero; TDPBF16PS keeps two FP32 sums per
+ * output (even and odd pair elements) over the instruction's k, each step an FMA with DAZ and FTZ
+ * and round to nearest even, then adds their sum to the destination; the integer forms add each
+ * k quad's four byte products, as a 32-bit sum, to the destination (wrapping). */
+typedef struct moe__emu_tiles {
+  uint8_t t[8][16][64];
+  uint16_t colsb[8];
+  uint8_t rows[8];
+} moe__emu_tiles;
+static MOE__TLS moe__emu_tiles moe__emu;
+static inline void moe__emu_cfg(const moe__tilecfg *c) {
+  memset(&moe__emu, 0, sizeof moe__emu);
+  if (c)
+    for (int i = 0; i < 8; i++) moe__emu.colsb[i] = c->colsb[i], moe__emu.rows[i] = c->rows[i];
+}
+static inline void moe__emu_load(int t, const void *base, size_t stride) {
+  memset(moe__emu.t[t], 0, sizeof moe__emu.t[t]);
+  for (int r = 0; r < moe__emu.rows[t]; r++) memcpy(moe__emu.t[t][r], (const uint8_t *)base + (size_t)r * stride, moe__emu.colsb[t]);
+}
+static inline void moe__emu_store(int t, void *base, size_t stride) {
+  for (int r = 0; r < moe__emu.rows[t]; r++) memcpy((uint8_t *)base + (size_t)r * stride, moe__emu.t[t][r], moe__emu.colsb[t]);
+}
+static inline void moe__emu_zero(int t) { memset(moe__emu.t[t], 0, sizeof moe__emu.t[t]); }
+/* DAZ and FTZ: a subnormal reads (or is written) as zero of its sign */
+static inline float moe__emu_flush(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if ((u & 0x7F800000u) == 0) u &= 0x80000000u;
+  memcpy(&v, &u, 4);
+  return v;
+}
+static inline float moe__emu_bf16(const uint8_t *p) { return moe__emu_flush(moe_bf16_to_f32((uint16_t)(p[0] | p[1] << 8))); }
+static inline void moe__emu_dpbf16ps(int c, int a, int b) {
+  for (int m = 0; m < moe__emu.rows[c]; m++) {
+    float tmp[32] = {0}, d;
+    for (int k = 0; k < moe__emu.colsb[a] / 4; k++)
+      for (int n = 0; n < moe__emu.colsb[c] / 4; n++)
+        for (int e = 0; e < 2; e++)
+          tmp[2 * n + e] = moe__emu_flush(fmaf(moe__emu_bf16(moe__emu.t[a][m] + 4 * k + 2 * e), moe__emu_bf16(moe__emu.t[b][k] + 4 * n + 2 * e), tmp[2 * n + e]));
+    for (int n = 0; n < moe__emu.colsb[c] / 4; n++) {
+      memcpy(&d, moe__emu.t[c][m] + 4 * n, 4);
+      d = moe__emu_flush(moe__emu_flush(d) + moe__emu_flush(tmp[2 * n] + tmp[2 * n + 1]));
+      memcpy(moe__emu.t[c][m] + 4 * n, &d, 4);
+    }
+  }
+}
+/* a_signed / b_signed: which operand's bytes are int8 (TDPBUSD: b; TDPBSUD: a) */
+static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed) {
+  for (int m = 0; m < moe__emu.rows[c]; m++)
+    for (int n = 0; n < moe__emu.colsb[c] / 4; n++) {
+      uint32_t d;
+      memcpy(&d, moe__emu.t[c][m] + 4 * n, 4);
+      for (int k = 0; k < moe__emu.colsb[a] / 4; k++) {
+        int32_t s = 0;
+        for (int i = 0; i < 4; i++) {
+          uint8_t x = moe__emu.t[a][m][4 * k + i], y = moe__emu.t[b][k][4 * n + i];
+          s += (a_signed ? (int32_t)(int8_t)x : (int32_t)x) * (b_signed ? (int32_t)(int8_t)y : (int32_t)y);
+        }
+        d += (uint32_t)s;
+      }
+      memcpy(moe__emu.t[c][m] + 4 * n, &d, 4);
+    }
+}
+#define MOE__TILE_CONFIG(cfg) moe__emu_cfg(cfg)
+#define MOE__TILE_RELEASE() moe__emu_cfg(NULL)
+#define MOE__TILE_LOAD(t, base, stride) moe__emu_load(t, base, stride)
+#define MOE__TILE_STORE(t, base, stride) moe__emu_store(t, base, stride)
+#define MOE__TILE_ZERO(t) moe__emu_zero(t)
+#define MOE__TILE_DPBF16PS(c, a, b) moe__emu_dpbf16ps(c, a, b)
+#define MOE__TILE_DPBUSD(c, a, b) moe__emu_dpb(c, a, b, 0, 1)
+#define MOE__TILE_DPBSUD(c, a, b) moe__emu_dpb(c, a, b, 1, 0)
+#define MOE__AMX_FEATURES 0u
+#else
+#define MOE__AMX_EMULATED 0
+#define MOE__AMX_T MOE__T_BASE ",avx512bf16,avx512vnni,avx512vbmi,amx-tile,amx-bf16,amx-int8"
+#define MOE__TILE_CONFIG(cfg) _tile_loadconfig(cfg)
+#define MOE__TILE_RELEASE() _tile_release()
+#define MOE__TILE_LOAD(t, base, stride) _tile_loadd(t, base, (long)(stride))
+#define MOE__TILE_STORE(t, base, stride) _tile_stored(t, base, (long)(stride))
+#define MOE__TILE_ZERO(t) _tile_zero(t)
+#define MOE__TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
+#define MOE__TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
+#define MOE__TILE_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#define MOE__AMX_FEATURES (MOE_CPU_AMX_TILE | MOE_CPU_AMX_BF16 | MOE_CPU_AMX_INT8)
+#endif
+#define MOE__AMX_FN __attribute__((target(MOE__AMX_T))) static inline
+#define MOE__AMX_FEATURES_ALL (MOE__AVX512_BF16_VBMI_FEATURES | MOE_CPU_AVX512VNNI | MOE__AMX_FEATURES)
+
+/* The thread's loaded configuration: A rows of `a_colsb` bytes, B tiles of `b_rows` rows. */
+static MOE__TLS int moe__amx_loaded; /* 0: none; else a_colsb << 8 | b_rows */
+MOE__AMX_FN void moe__amx_config(int a_colsb, int b_rows) {
+  moe__tilecfg cfg;
+  if (moe__amx_loaded == (a_colsb << 8 | b_rows)) return;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 4; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  cfg.rows[4] = 16, cfg.colsb[4] = (uint16_t)a_colsb;
+  cfg.rows[5] = cfg.rows[6] = (uint8_t)b_rows, cfg.colsb[5] = cfg.colsb[6] = 64;
+  MOE__TILE_CONFIG(&cfg);
+  moe__amx_loaded = a_colsb << 8 | b_rows;
+}
+/* The end of a thread's tile use (the layer calls it when a thread's region work ends). */
+MOE__AMX_FN void moe__amx_release(void) {
+  if (!moe__amx_loaded) return;
+  MOE__TILE_RELEASE();
+  moe__amx_loaded = 0;
+}
+
+/* A call's plan: k per tile (kt), its bytes per A row, B rows per tile, the scale groups. */
+typedef struct moe__amx_plan {
+  moe_precision p;
+  int a8, kr, np;            /* int8 activations; KR of the decoded B rows; panels (1 or 2)  */
+  int64_t kt, kg;            /* k per tile; k per scale group (a multiple of kt)               */
+  const uint8_t *codes[2];   /* the panels' codes                                              */
+} moe__amx_plan;
+
+/* A tile for rows r0..r0+15 and k in [k0, k0 + kt): 16 rows of 64 bytes, rows past mr and k past
+ * kred zero (W4A8: the activations as a - 128, the signed operand of tdpbsud). */
+MOE__AMX_FN void moe__amx_fill_a(const moe_gemm_args *g, const moe__amx_plan *P, int32_t r0, int64_t k0, uint8_t *at) {
+  const int64_t elt = P->a8 ? 1 : 2, kn = g->kred - k0 < P->kt ? g->kred - k0 : P->kt;
+  const __mmask64 mk = kn * elt >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (kn * elt)) - 1);
+  const __m512i flip = _mm512_set1_epi8(P->p == MOE_PREC_INT4_W4A8 ? (char)0x80 : 0);
+  for (int32_t r = 0; r < 16; r++) {
+    __m512i v = _mm512_setzero_si512();
+    if (r0 + r < g->mr) v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, (const uint8_t *)g->a[r0 + r] + k0 * elt), _mm512_maskz_mov_epi8(mk, flip));
+    _mm512_store_si512(at + 64 * r, v);
+  }
+}
+
+/* B tiles of panel i for k tile [k0, k0 + kt): rows of 16 columns x KR k, columns 0-15 in bt,
+ * 16-31 in bt + 1024. Stored lines (bf16, int8) are read in place when the tile lies inside the
+ * panel's codes (*stride = 128); otherwise, and for the decoded formats, they go to bt (stride 64)
+ * with rows past the codes zero. Returns the base to load from. */
+MOE__AMX_FN const uint8_t *moe__amx_fill_b(const moe_gemm_args *g, const moe__amx_plan *P, const moe__lowbit *L, int i,
+                                           int64_t k0, int64_t gi, uint8_t *bt, size_t *stride) {
+  const uint8_t *c = P->codes[i];
+  const int64_t rows = P->kt / P->kr, valid = g->kpad / P->kr - k0 / P->kr; /* B rows with codes */
+  memset(bt, 0, 2048);
+  *stride = 64;
+  switch (P->p) {
+  case MOE_PREC_FP8: { /* one pair per line: lines of layout (b) */
+    for (int64_t r = 0; r < rows && r < valid; r++) {
+      __m512bh c0, c1;
+      moe__fp8_line(c + 64 * (size_t)(k0 / 2 + r), L->tab, &c0, &c1);
+      _mm512_store_si512(bt + 64 * r, (__m512i)c0), _mm512_store_si512(bt + 1024 + 64 * r, (__m512i)c1);
+    }
+    return bt;
+  }
+  case MOE_PREC_INT4_W4A16: case MOE_PREC_MXFP4: { /* 8 k per line pair, layout (c): four pairs each */
+    __m512i zw[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+    const __m512i tab = P->p == MOE_PREC_MXFP4 ? L->tab->hi0 : L->tab->lo0;
+    if (P->p == MOE_PREC_INT4_W4A16) moe__lowbit_zero_words(L, gi, 2, zw);
+    for (int64_t s = 0; s < rows / 4 && 4 * s < valid; s++)
+      for (int h = 0; h < 2; h++) {
+        const __m512i line = _mm512_load_si512(c + 128 * (size_t)(k0 / 8 + s) + 64 * h);
+        for (int j = 0; j < 4; j++) {
+          __m512bh v = P->p == MOE_PREC_MXFP4 ? moe__b4_pair(line, j, tab) : moe__b4_pair_zero(line, j, zw[2 * i + h], tab);
+          _mm512_store_si512(bt + 1024 * h + 64 * (4 * s + j), (__m512i)v);
+        }
+      }
+    return bt;
+  }
+  case MOE_PREC_INT4_W4A8: { /* 4 k per line, layout (d): low nibbles columns 0-15, high 16-31 */
+    for (int64_t r = 0; r < rows && r < valid; r++) {
+      __m512i c0, c1;
+      moe__q4_line(c + 64 * (size_t)(k0 / 4 + r), &c0, &c1);
+      _mm512_store_si512(bt + 64 * r, c0), _mm512_store_si512(bt + 1024 + 64 * r, c1);
+    }
+    return bt;
+  }
+  default: /* bf16, int8: two stored lines per KR k */
+    if (valid >= rows) {
+      *stride = 128;
+      return c + 128 * (size_t)(k0 / P->kr);
+    }
+    for (int64_t r = 0; r < valid; r++)
+      for (int h = 0; h < 2; h++) memcpy(bt + 1024 * h + 64 * r, c + 128 * (size_t)(k0 / P->kr + r) + 64 * h, 64);
+    return bt;
+  }
+}
+
+/* One row block (rows r0..r0+15) of a call: per group, C tiles over its k tiles, then into tot. */
+MOE__AMX_FN void moe__amx_rows(const moe_gemm_args *g, const moe__amx_plan *P, const moe__lowbit *L, int32_t r0, float *tot) {
+  MOE__ALIGN64 uint8_t at[1024], bt[2048];
+  MOE__ALIGN64 int32_t cs[4][16][16];
+  const int nv = 2 * P->np, rb = g->mr - r0 < 16 ? g->mr - r0 : 16;
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += P->kg, gi++) {
+    const int64_t k1 = k0 + P->kg < g->kred ? k0 + P->kg : g->kred;
+    MOE__TILE_ZERO(0);
+    MOE__TILE_ZERO(1);
+    MOE__TILE_ZERO(2);
+    MOE__TILE_ZERO(3);
+    for (int64_t k = k0; k < k1; k += P->kt) {
+      moe__amx_fill_a(g, P, r0, k, at);
+      MOE__TILE_LOAD(4, at, 64);
+      for (int i = 0; i < P->np; i++) {
+        size_t stride;
+        const uint8_t *b = moe__amx_fill_b(g, P, L, i, k, gi, bt, &stride);
+        MOE__TILE_LOAD(5, b, stride);
+        MOE__TILE_LOAD(6, b == bt ? b + 1024 : b + 64, stride);
+        /* tile numbers are part of the instructions: one line per (operation, panel) */
+        if (!P->a8 && i == 0) { MOE__TILE_DPBF16PS(0, 4, 5); MOE__TILE_DPBF16PS(1, 4, 6); }
+        if (!P->a8 && i == 1) { MOE__TILE_DPBF16PS(2, 4, 5); MOE__TILE_DPBF16PS(3, 4, 6); }
+        if (P->p == MOE_PREC_INT8 && i == 0) { MOE__TILE_DPBUSD(0, 4, 5); MOE__TILE_DPBUSD(1, 4, 6); }
+        if (P->p == MOE_PREC_INT8 && i == 1) { MOE__TILE_DPBUSD(2, 4, 5); MOE__TILE_DPBUSD(3, 4, 6); }
+        if (P->p == MOE_PREC_INT4_W4A8 && i == 0) { MOE__TILE_DPBSUD(0, 4, 5); MOE__TILE_DPBSUD(1, 4, 6); }
+        if (P->p == MOE_PREC_INT4_W4A8 && i == 1) { MOE__TILE_DPBSUD(2, 4, 5); MOE__TILE_DPBSUD(3, 4, 6); }
+      }
+    }
+    MOE__TILE_STORE(0, cs[0], 64);
+    MOE__TILE_STORE(1, cs[1], 64);
+    if (P->np == 2) {
+      MOE__TILE_STORE(2, cs[2], 64);
+      MOE__TILE_STORE(3, cs[3], 64);
+    }
+    for (int32_t r = 0; r < rb; r++) {
+      const int32_t asum = P->p == MOE_PREC_INT4_W4A8 ? moe__sum_s8((const uint8_t *)g->a[r0 + r] + k0, k1 - k0) : 0;
+      for (int v = 0; v < nv; v++) {
+        float *t = tot + 64 * (r0 + r) + 16 * v;
+        const __m512i s = _mm512_load_si512(cs[v][r]);
+        switch (P->p) {
+        case MOE_PREC_BF16: case MOE_PREC_FP16: _mm512_store_ps(t, _mm512_castsi512_ps(s)); break;
+        case MOE_PREC_INT8: _mm512_store_ps(t, moe__qc8_dequant(s, P->codes[v >> 1] - moe__codes_offset(P->p), v & 1, g->a_scale[r0 + r])); break;
+        case MOE_PREC_INT4_W4A8: moe__lowbit_finish(L, r0 + r, v, moe__lowbit_isum(s, moe__lowbit_zero(L, gi, v), asum), moe__lowbit_scale(L, gi, v)); break;
+        default: moe__lowbit_finish(L, r0 + r, v, _mm512_castsi512_ps(s), moe__lowbit_scale(L, gi, v)); break;
+        }
+      }
+    }
+  }
+}
+
+/* The AMX kernel of precision p: gemm1 (gate and up panels, activation) or gemm2 (1-2 panels). */
+MOE__AMX_FN void moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1) {
+  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
+  const size_t meta = moe__meta_offset(p, g->kpad), ng = (size_t)moe__cdiv(g->kred, g->kgroup ? g->kgroup : g->kred);
+  moe__tables tab;
+  moe__lowbit L;
+  moe__amx_plan P;
+  memset(&P, 0, sizeof P);
+  P.p = p, P.a8 = moe__is_a8(p), P.kr = P.a8 ? 4 : 2, P.np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  P.kt = P.a8 ? 64 : 32;
+  P.kg = g->kgroup ? g->kgroup : moe__cdiv(g->kred, P.kt) * P.kt; /* bf16, int8: one group */
+  if (p == MOE_PREC_INT4_W4A8 && P.kg % 64) P.kt = 32;              /* groups of 32 k: tiles of 32 */
+  for (int i = 0; i < P.np; i++) P.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
+  moe__tables_of(p, &tab);
+  memset(&L, 0, sizeof L);
+  L.p = p, L.w0 = P.codes[0], L.w1 = P.codes[P.np - 1], L.tab = &tab, L.tot = tot;
+  for (int q = 0; q < 2; q++) L.meta[q] = (q ? g->w + (size_t)(P.np - 1) * g->panel_bytes : g->w) + meta, L.zeros[q] = L.meta[q] + ng * MOE_NR * 4;
+  memset(tot, 0, sizeof tot);
+  moe__amx_config((int)(P.a8 ? P.kt : 64), (int)(P.kt / P.kr));
+  for (int32_t r0 = 0; r0 < g->mr; r0 += 16) moe__amx_rows(g, &P, &L, r0, tot);
+  /* int8 is dequantized per row scale in the totals already; the others as the low-bit kernels */
+  if (p == MOE_PREC_INT8 || p == MOE_PREC_BF16 || p == MOE_PREC_FP16)
+    for (int32_t r = 0; r < g->mr; r++) {
+      const float *t = tot + 64 * r;
+      if (gemm1) moe__gemm1_store_avx512(g, r, _mm512_load_ps(t), _mm512_load_ps(t + 16), _mm512_load_ps(t + 32), _mm512_load_ps(t + 48));
+      else moe__gemm2_store_avx512(g, r, 2 * P.np, _mm512_load_ps(t), _mm512_load_ps(t + 16), _mm512_load_ps(t + 32), _mm512_load_ps(t + 48));
+    }
+  else moe__lowbit_store(g, tot, gemm1, P.np, P.a8);
+}
+
+/* The AMX microkernels of the list (names: <MR>x<NR>c<KR> of the tiles' rows, columns and k per B
+ * row). FP8 blocks whose k is not a multiple of 32 (a scale would change inside a tile) run the
+ * AVX-512 kernel. */
+#define MOE__AMX_ATTR __attribute__((target(MOE__AMX_T))) static inline
+#define MOE__AMX_UKERNELS(fam, kr, prec)                                                                     \
+  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_16x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm(prec, g, 1); } \
+  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_16x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm(prec, g, 0); }
+MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
+MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
+MOE__AMX_UKERNELS(qu8_qc4w, 4, MOE_PREC_INT4_W4A8)
+MOE__AMX_UKERNELS(bf16_qc4w, 2, MOE_PREC_INT4_W4A16)
+MOE__AMX_UKERNELS(bf16_mxfp4w, 2, MOE_PREC_MXFP4)
+#undef MOE__AMX_UKERNELS
+MOE__AMX_ATTR void moe_bf16_fp8w_gemm1_ukernel_16x32c2__amx(const moe_gemm_args *g) {
+  if (g->kgroup % 32) moe_bf16_fp8w_gemm1_ukernel_5x32c2__avx512bf16(g);
+  else moe__amx_gemm(MOE_PREC_FP8, g, 1);
+}
+MOE__AMX_ATTR void moe_bf16_fp8w_gemm2_ukernel_16x64c2__amx(const moe_gemm_args *g) {
+  if (g->kgroup % 32) moe_bf16_fp8w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16(g);
+  else moe__amx_gemm(MOE_PREC_FP8, g, 0);
+}
+#endif /* AMX */
+
 #ifdef MOE__GCC_DIAG_PUSHED
 #pragma GCC diagnostic pop
 #undef MOE__GCC_DIAG_PUSHED
@@ -5523,7 +5847,21 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,     \
                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,       \
-                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))
+                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                          \
+  MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AMX, bf16_bf16w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,            \
+                             MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
+  MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AMX, bf16_bf16w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,            \
+                             MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
+  MOE__IF_AMX(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AMX, qu8_qc8w, 16x32c4, 16x64c4, amx, 16, 32, 4, 16, 64,              \
+                             MOE__AMX_FEATURES_ALL, "tdpbusd")))                                                       \
+  MOE__IF_AMX(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AMX, bf16_fp8w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,               \
+                            MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                      \
+  MOE__IF_AMX(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AMX, qu8_qc4w, 16x32c4, 16x64c4, amx, 16, 32, 4, 16, 64,         \
+                             MOE__AMX_FEATURES_ALL, "tdpbsud")))                                                       \
+  MOE__IF_AMX(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AMX, bf16_qc4w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,       \
+                             MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
+  MOE__IF_AMX(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AMX, bf16_mxfp4w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,         \
+                              MOE__AMX_FEATURES_ALL, "tdpbf16ps")))
 
 #if MOE__ON_BF16
 #define MOE__IF_BF16(x) x
@@ -5555,6 +5893,11 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
 #else
 #define MOE__IF_AVX512(x)
 #endif
+#ifdef MOE__HAVE_AMX
+#define MOE__IF_AMX(x) x
+#else
+#define MOE__IF_AMX(x)
+#endif
 
 #define MOE__KERNEL_ROW(prec, tier, fam, tile1, tile2, sfx, mr, nr, kr, mr2, nr2, feat, dot)                   \
   {moe_##fam##_gemm1_ukernel_##tile1##__##sfx, moe_##fam##_gemm2_ukernel_##tile2##__##sfx, feat, tier,            \
@@ -5571,7 +5914,11 @@ MOE_API const moe_gemm_config *moe_kernel_at(int i) {
 
 MOE_API int moe_kernel_runnable(const moe_gemm_config *k) {
   if (!k || (k->cpu_features & ~moe_cpu_features())) return 0;
+#ifdef MOE_AMX_EMULATE
+  return 1; /* the AMX tier runs on the tile model: no tiles, no permission */
+#else
   return k->isa != MOE_ISA_AMX || moe_amx_request(); /* tiles only with the OS's permission */
+#endif
 }
 
 MOE_API const moe_gemm_config *moe_gemm_config_for(moe_precision p, moe_isa isa) {
@@ -5617,6 +5964,13 @@ MOE_API moe_isa moe_get_isa(void) {
 MOE_API moe_isa moe_set_isa(moe_isa cap) {
   *moe__isa_cap() = (int)cap < 0 ? MOE_ISA_SCALAR : moe__isa_valid(cap) ? cap : MOE_ISA_AMX;
   return moe_get_isa();
+}
+
+/* Ends this thread's use of AMX tiles, if it made any (a no-op without the AMX tier). */
+static inline void moe__tiles_release(void) {
+#ifdef MOE__HAVE_AMX
+  if (moe__amx_loaded) moe__amx_release();
+#endif
 }
 
 /* ---- row operations of the layer (quantize and convert rows, accumulate), per tier ------------ */
