@@ -157,6 +157,10 @@ MOE_API uint32_t moe_cpu_features(void);
 /* Asks Linux for AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM), once per process; 1 when granted.
  * The dispatcher calls it before it first selects an AMX kernel; nothing else does. */
 MOE_API int moe_amx_request(void);
+/* Why the AMX tier is or is not used here, in words: "emulated (MOE_AMX_EMULATE) ...", "granted",
+ * "compiled out", "no AMX-TILE/BF16/INT8 on this CPU, or the OS does not enable tile state", or
+ * "Linux refused tile permission ...". Never NULL. */
+MOE_API const char *moe_amx_status(void);
 /* Caps the tier used by the compute calls (tests and benchmarks run every tier in one binary): the
  * tiers ranked at or below cap are allowed; MOE_ISA_COUNT (or any value past the last tier) lifts
  * the cap. Returns the tier that will be used (moe_get_isa()). Call it before computing; the cap
@@ -770,6 +774,18 @@ MOE_API int moe_amx_request(void) {
   return s == 1;
 #else
   return 0;
+#endif
+}
+
+MOE_API const char *moe_amx_status(void) {
+#if defined(MOE_NO_AMX) || defined(MOE_NO_AVX512) || !defined(MOE__X86)
+  return "compiled out (MOE_NO_AMX, MOE_NO_AVX512, or not x86-64)";
+#elif defined(MOE_AMX_EMULATE)
+  return "emulated (MOE_AMX_EMULATE): the AMX kernels run on a C model of the tiles, no AMX hardware is used";
+#else
+  const uint32_t need = MOE_CPU_AMX_TILE | MOE_CPU_AMX_BF16 | MOE_CPU_AMX_INT8;
+  if ((moe_cpu_features() & need) != need) return "no AMX-TILE/BF16/INT8 on this CPU, or the OS does not enable tile state (XCR0)";
+  return moe_amx_request() ? "granted" : "Linux refused tile permission (arch_prctl ARCH_REQ_XCOMP_PERM)";
 #endif
 }
 

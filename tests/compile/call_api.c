@@ -224,6 +224,7 @@ static void check_names(void) {
     if (k && k->isa == MOE_ISA_SCALAR) EXPECT(moe_kernel_runnable(k));
   }
   (void)moe_amx_request(); /* 0 or 1: whether Linux granted AMX tiles */
+  EXPECT(moe_amx_status() != NULL && moe_amx_status()[0] != 0);
   printf("call_api: %s, isa %s, cpu features 0x%x, %d kernels\n", moe_version(), moe_isa_name(moe_get_isa()),
          (unsigned)moe_cpu_features(), moe_kernel_count());
 }
