@@ -59,6 +59,8 @@ for cc in gcc clang; do
   fi
   if [ "$mode" = full ] || [ $cc = clang ]; then
     run $cxx -x c++ -std=c++17 -O2 $omp $warn -DMOE_IMPLEMENTATION "$api"
+    # the AMX tier's tile model as C++ (the amx suite builds it as C with gcc)
+    run $cxx -x c++ -std=c++11 -O1 $warn -DMOE_IMPLEMENTATION -DMOE_AMX_EMULATE "$api"
   fi
   if [ "$mode" = full ]; then
     run $cc -std=c99 -O2 $warn -DMOE_IMPLEMENTATION "$api"
