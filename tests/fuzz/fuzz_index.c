@@ -3,29 +3,12 @@
  * the sanitizers (ASan, UBSan, LeakSanitizer), what moe_checkpoint.h promises of a moe_ckpt_index:
  * files are distinct plain names inside the directory (non-empty, no '/', not "." or ".."), every
  * tensor name is a NUL-terminated string, file_of[i] is an index into files; on failure err.msg is a
- * non-empty NUL-terminated message. moe_ckpt_index_free is called on every outcome.
+ * non-empty NUL-terminated message (fuzz_check_error in fuzz_common.h). moe_ckpt_index_free is called
+ * on every outcome.
  *
  * Build: tests/fuzz/run_fuzz.sh (clang -fsanitize=fuzzer,address,undefined). */
-#define _POSIX_C_SOURCE 200809L /* the implementation maps files (moe_checkpoint.h: POSIX before any include) */
-#define MOE_IMPLEMENTATION
-#define MOE_CHECKPOINT_IMPLEMENTATION
-#include "moe_checkpoint.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static volatile uint8_t fuzz_sink;
-
-#define FUZZ_CHECK(cond, ...)                                                                           \
-  do {                                                                                                  \
-    if (!(cond)) {                                                                                      \
-      fprintf(stderr, "fuzz_index: invariant failed: %s: ", #cond);                                    \
-      fprintf(stderr, __VA_ARGS__);                                                                     \
-      fputc('\n', stderr);                                                                              \
-      abort();                                                                                          \
-    }                                                                                                   \
-  } while (0)
+#define FUZZ_NAME "fuzz_index"
+#include "fuzz_common.h" /* first: it defines _POSIX_C_SOURCE and includes moe_checkpoint.h */
 
 static int fuzz_strcmp_p(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -71,16 +54,13 @@ static void fuzz_check_index(const moe_ckpt_index *idx, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  moe_ckpt_index idx;
-  moe_ckpt_error err;
-  memset(&idx, 0, sizeof idx);
-  memset(&err, 0, sizeof err);
+  moe_ckpt_index idx = {0};
+  moe_ckpt_error err = {0};
   moe_status s = moe_ckpt_parse_index((const char *)data, size, &idx, &err);
   if (s == MOE_OK) {
     fuzz_check_index(&idx, size);
   } else {
-    FUZZ_CHECK(memchr(err.msg, 0, sizeof err.msg) != NULL, "err.msg not NUL-terminated (status %d)", (int)s);
-    FUZZ_CHECK(err.msg[0] != 0, "status %d with an empty err.msg", (int)s);
+    fuzz_check_error(s, &err);
   }
   moe_ckpt_index_free(&idx); /* on failure too: out is left empty or freeable */
   return 0;

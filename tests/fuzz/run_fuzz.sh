@@ -73,9 +73,10 @@ for t in $targets; do
     echo "run_fuzz.sh: unknown target '$t' (no $src)" >&2
     exit 1
   fi
-  # Rebuild when the target or any header at the root is newer than the binary.
+  # Rebuild when the target, fuzz_common.h (included by every target) or any header at the root is
+  # newer than the binary.
   stale=1
-  if [ -x "$bin" ] && [ -z "$(find "$src" "$root" -maxdepth 1 -name '*.[ch]' -newer "$bin" -print -quit)" ]; then
+  if [ -x "$bin" ] && [ -z "$(find "$src" "$here/fuzz_common.h" "$root" -maxdepth 1 -name '*.[ch]' -newer "$bin" -print -quit)" ]; then
     stale=0
   fi
   if [ $stale = 1 ]; then
