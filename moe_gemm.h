@@ -129,8 +129,8 @@ typedef enum moe_isa {
   MOE_ISA_SCALAR = 0,
   MOE_ISA_AVX512 = 1,   /* AVX-512 F/BW/VL/DQ with VNNI or BF16, per kernel                    */
   MOE_ISA_AMX = 2,      /* AMX-BF16 / AMX-INT8 tiles (MOE_AMX_EMULATE: the C tile model)        */
-  MOE_ISA_AVX2 = 3,     /* AVX2 + FMA + F16C (tier reserved: no kernels yet)                    */
-  MOE_ISA_AVX_VNNI = 4, /* AVX2 with VEX-encoded vpdpbusd (tier reserved: no kernels yet)       */
+  MOE_ISA_AVX2 = 3,     /* AVX2 + FMA + F16C: BF16/FP16 and INT8 kernels (others: scalar)       */
+  MOE_ISA_AVX_VNNI = 4, /* AVX2 with VEX-encoded vpdpbusd: INT8                                  */
   MOE_ISA_COUNT = 5
 } moe_isa;
 
@@ -5798,6 +5798,251 @@ MOE__AMX_ATTR void moe_bf16_fp8w_gemm2_ukernel_16x64c2__amx(const moe_gemm_args 
 #endif
 #endif /* AVX-512 */
 
+/* ---- AVX2 and AVX-VNNI kernels -------------------------------------------------------------------
+ * For CPUs without AVX-512 (Intel client cores, Zen 2/3): the same packed panels, 8 columns per ymm.
+ * BF16/FP16: each (a) line's dwords hold a column's bf16 pair; `<< 16` and `& 0xFFFF0000` widen the
+ * even and odd element to f32, two FMAs take them, one chain per column in k order. INT8: the
+ * activations as a - 128 (signed) and vpmaddubsw(|w|, sign(a - 128, w)) then vpmaddwd(., 1): each
+ * 16-bit pair sum is at most 2 * 128 * 127 = 32512 < 32767, so nothing saturates and the int32 sum
+ * is exactly sum_k (a - 128) w, the same integer as vpdpbusd's sum minus the compensation; AVX-VNNI
+ * runs vpdpbusd on ymm (u8 x s8, then minus comp). Either way INT8 gives the bits of the other tiers.
+ * Tiles of up to 2 rows x 32 columns (8 accumulators); gemm1 runs the gate and the up panel one
+ * after the other into f32 totals, then the activation. */
+#if defined(MOE__X86) && !defined(MOE_NO_AVX2) && (defined(__GNUC__) || defined(__clang__))
+#define MOE__HAVE_AVX2 1
+#include <immintrin.h>
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define MOE__GCC_DIAG_PUSHED2 1
+#endif
+#define MOE__T_AVX2 "avx2,fma,f16c"
+#define MOE__AVX2 __attribute__((target(MOE__T_AVX2))) static inline
+#define MOE__AVXVNNI __attribute__((target(MOE__T_AVX2 ",avxvnni"))) static inline
+#define MOE__AVX2_FEATURES (MOE_CPU_AVX2 | MOE_CPU_FMA | MOE_CPU_F16C)
+#define MOE__AVXVNNI_FEATURES (MOE__AVX2_FEATURES | MOE_CPU_AVX_VNNI)
+
+/* Lanes < left all ones (maskload/maskstore). */
+MOE__AVX2 __m256i moe__mask8(int64_t left) {
+  const int32_t n = (int32_t)(left >= 8 ? 8 : left > 0 ? left : 0);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* e^x as moe__exp_avx512: the same polynomial; 2^n in two halves (each a normal power of two). */
+MOE__AVX2 __m256 moe__exp_avx2(__m256 x) {
+  __m256 n, r, p;
+  __m256i h1, h2;
+  x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+  n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  h1 = _mm256_srai_epi32(_mm256_cvtps_epi32(n), 1);
+  h2 = _mm256_sub_epi32(_mm256_cvtps_epi32(n), h1);
+  p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h1, _mm256_set1_epi32(127)), 23)));
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h2, _mm256_set1_epi32(127)), 23)));
+}
+
+/* act(g, u) for 8 columns (see moe__act). */
+MOE__AVX2 __m256 moe__act_avx2(moe_activation act, __m256 g, __m256 u, float alpha, float limit) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  __m256 z;
+  if (act == MOE_ACT_GELU_TANH) {
+    __m256 g3 = _mm256_mul_ps(_mm256_mul_ps(g, g), g);
+    z = _mm256_mul_ps(_mm256_set1_ps(2.0f * 0.7978845608028654f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), g3, g));
+  } else if (act == MOE_ACT_SWIGLU_OAI) {
+    g = _mm256_min_ps(_mm256_set1_ps(limit), g);
+    u = _mm256_max_ps(_mm256_set1_ps(-limit), _mm256_min_ps(_mm256_set1_ps(limit), u));
+    u = _mm256_add_ps(u, one);
+    z = _mm256_mul_ps(_mm256_set1_ps(alpha), g);
+  } else {
+    z = g;
+  }
+  return _mm256_div_ps(_mm256_mul_ps(g, u), _mm256_add_ps(one, moe__exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), z))));
+}
+
+/* Epilogues from the f32 totals of a call (row r: 64 floats; gemm1: gate 0-31, up 32-63). */
+MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gemm1) {
+  for (int32_t r = 0; r < g->mr; r++)
+    for (int32_t c = 0; c < g->nr; c += 8) {
+      const __m256i mk = moe__mask8(g->nr - c);
+      __m256 v = _mm256_load_ps(tot + 64 * r + c);
+      if (g->bias) v = _mm256_add_ps(v, _mm256_maskload_ps(g->bias + c, mk));
+      if (gemm1) {
+        __m256 u = _mm256_load_ps(tot + 64 * r + 32 + c);
+        if (g->bias_up) u = _mm256_add_ps(u, _mm256_maskload_ps(g->bias_up + c, mk));
+        _mm256_maskstore_ps(g->c + r * g->ldc + c, mk, moe__act_avx2(g->act, v, u, g->alpha, g->limit));
+      } else {
+        float *o = g->c_rows[r] + c;
+        _mm256_maskstore_ps(o, mk, _mm256_fmadd_ps(v, _mm256_set1_ps(g->row_weight[r]), _mm256_maskload_ps(o, mk)));
+      }
+    }
+}
+
+/* The group of KR elements of row a at k-group i, elements past kred read as pad: as one dword. */
+static inline uint32_t moe__group_u32(const uint8_t *a, int64_t i, int64_t kred, int kr, size_t elt, int pad) {
+  uint8_t b[4];
+  if ((i + 1) * kr <= kred) return moe__load_u32(a + 4 * (size_t)i);
+  memset(b, pad, sizeof b);
+  for (int j = 0; j < kr; j++)
+    if (i * kr + j < kred) memcpy(b + (size_t)j * elt, a + (size_t)(i * kr + j) * elt, elt);
+  return moe__load_u32(b);
+}
+
+/* BF16: rows r0, r0 + 1 (R = 1 or 2) of one panel over k into t[r][0..31]. */
+MOE__AVX2 void moe__bf16_panel_avx2(const moe_gemm_args *g, const uint8_t *codes, int32_t r0, int R, float *t) {
+  const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+  __m256 acc[2][4];
+  const int64_t pairs = (g->kred + 1) / 2;
+  for (int r = 0; r < 2; r++)
+    for (int v = 0; v < 4; v++) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < pairs; i++) {
+    __m256 a0[2], a1[2];
+    for (int r = 0; r < R; r++) {
+      const __m256i d = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 2, 2, 0));
+      a0[r] = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1[r] = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
+    }
+    for (int v = 0; v < 4; v++) {
+      const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(codes + 128 * (size_t)i + 32 * v));
+      const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(w, hi));
+      for (int r = 0; r < R; r++) acc[r][v] = _mm256_fmadd_ps(a1[r], wo, _mm256_fmadd_ps(a0[r], we, acc[r][v]));
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 4; v++) _mm256_store_ps(t + 64 * r + 8 * v, acc[r][v]);
+}
+
+/* INT8: the same for c4 panels, exact int32 sums, dequantized as the other tiers. vnni: vpdpbusd. */
+#define MOE__QC8_PANEL(attr, name, vnni)                                                                             \
+  attr void name(const moe_gemm_args *g, const uint8_t *panel, int32_t r0, int R, float *t) {                       \
+    const uint8_t *codes = panel + moe__codes_offset(MOE_PREC_INT8);                                                \
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);                               \
+    __m256i acc[2][4];                                                                                             \
+    const int64_t quads = (g->kred + 3) / 4;                                                                       \
+    for (int r = 0; r < 2; r++)                                                                                     \
+      for (int v = 0; v < 4; v++) acc[r][v] = _mm256_setzero_si256();                                              \
+    for (int64_t i = 0; i < quads; i++) {                                                                           \
+      __m256i a[2];                                                                                                \
+      for (int r = 0; r < R; r++) {                                                                                 \
+        a[r] = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 4, 1, 0x80));       \
+        if (!vnni) a[r] = _mm256_xor_si256(a[r], flip); /* a - 128 */                                               \
+      }                                                                                                            \
+      for (int v = 0; v < 4; v++) {                                                                                 \
+        const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(codes + 128 * (size_t)i + 32 * v));     \
+        MOE__QC8_STEP(vnni)                                                                                        \
+      }                                                                                                            \
+    }                                                                                                              \
+    for (int r = 0; r < R; r++)                                                                                     \
+      for (int v = 0; v < 4; v++) {                                                                                 \
+        __m256i s = acc[r][v];                                                                                     \
+        if (vnni) s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)(panel + 32 * v)));    \
+        __m256 col_scale = _mm256_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 32 * v));             \
+        __m256 x = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(g->a_scale[r0 + r])), col_scale); \
+        _mm256_store_ps(t + 64 * r + 8 * v, x);                                                                    \
+      }                                                                                                            \
+  }
+#define MOE__QC8_STEP(vnni)                                                                                       \
+  if (vnni) {                                                                                                      \
+    for (int r = 0; r < R; r++) acc[r][v] = moe__dpbusd_ymm(acc[r][v], a[r], w);                                    \
+  } else {                                                                                                         \
+    const __m256i aw = _mm256_abs_epi8(w);                                                                         \
+    for (int r = 0; r < R; r++)                                                                                     \
+      acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(a[r], w)), ones)); \
+  }
+/* VEX vpdpbusd (AVX-VNNI) */
+MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { return _mm256_dpbusd_avx_epi32(acc, a_u8, w_s8); }
+/* the AVX2 variant never reaches moe__dpbusd_ymm (vnni is 0); it must still compile for it */
+MOE__QC8_PANEL(MOE__AVX2, moe__qc8_panel_avx2, 0)
+MOE__QC8_PANEL(MOE__AVXVNNI, moe__qc8_panel_avxvnni, 1)
+#undef MOE__QC8_PANEL
+#undef MOE__QC8_STEP
+
+/* A call: rows in tiles of 2, each panel (gemm1: gate then up; gemm2: one or two) into the totals. */
+#define MOE__AVX2_GEMM(attr, name, panel_fn, pass_panel)                                                            \
+  attr void name(const moe_gemm_args *g, int gemm1) {                                                              \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                      \
+    const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                \
+    for (int32_t r0 = 0; r0 < g->mr; r0 += 2)                                                                      \
+      for (int i = 0; i < np; i++) {                                                                               \
+        const uint8_t *panel = g->w + (size_t)i * g->panel_bytes;                                                 \
+        panel_fn(g, pass_panel, r0, g->mr - r0 < 2 ? 1 : 2, tot + 64 * r0 + 32 * i);                              \
+      }                                                                                                            \
+    moe__store_avx2(g, tot, gemm1);                                                                                \
+  }
+MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_panel_avx2, panel + moe__codes_offset(MOE_PREC_BF16))
+MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_panel_avx2, panel)
+MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_panel_avxvnni, panel)
+#undef MOE__AVX2_GEMM
+
+/* The kernels of the list: 2 rows x 32 columns per tile (gemm1: gate and up, 2x64 columns in all). */
+MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_2x32c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 1); }
+MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_2x64c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 0); }
+MOE__AVX2 void moe_qu8_qc8w_gemm1_ukernel_2x32c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 1); }
+MOE__AVX2 void moe_qu8_qc8w_gemm2_ukernel_2x64c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 0); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm1_ukernel_2x32c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 1); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm2_ukernel_2x64c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 0); }
+
+/* ---- row operations on AVX2 (the same bits as the scalar ones) ---------------------------------- */
+MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q) {
+  __m256 vmax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+  float amax, scale, m[8];
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256 v = _mm256_maskload_ps(x + i, moe__mask8(n - i));
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v));
+  }
+  _mm256_storeu_ps(m, vmax);
+  amax = m[0];
+  for (int j = 1; j < 8; j++) amax = m[j] > amax ? m[j] : amax;
+  if (_mm256_movemask_ps(nan)) amax = NAN;
+  scale = (amax < 1e-7f ? 1e-7f : amax) / 127.0f;
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 v = _mm256_div_ps(_mm256_maskload_ps(x + i, moe__mask8(n - i)), _mm256_set1_ps(scale));
+    v = _mm256_min_ps(_mm256_set1_ps(127.0f), _mm256_max_ps(_mm256_set1_ps(-127.0f), v));
+    int32_t b[8];
+    _mm256_storeu_si256((__m256i *)(void *)b, _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(128))); /* RNE; NaN -> byte 128 */
+    for (int j = 0; j < 8 && i + j < n; j++) q[i + j] = (uint8_t)b[j];
+  }
+  return scale;
+}
+MOE__AVX2 void moe__f32_to_bf16_avx2(const float *src, uint16_t *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i u = _mm256_castps_si256(_mm256_maskload_ps(src + i, moe__mask8(n - i)));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+    int32_t b[8];
+    _mm256_storeu_si256((__m256i *)(void *)b, r);
+    for (int j = 0; j < 8 && i + j < n; j++) dst[i + j] = (uint16_t)b[j];
+  }
+}
+MOE__AVX2 void moe__bf16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + i))), 16)));
+  for (; i < n; i++) dst[i] = moe_bf16_to_f32(src[i]);
+}
+MOE__AVX2 void moe__add_row_avx2(float *acc, const float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i mk = moe__mask8(n - i);
+    _mm256_maskstore_ps(acc + i, mk, _mm256_add_ps(_mm256_maskload_ps(acc + i, mk), _mm256_maskload_ps(y + i, mk)));
+  }
+}
+#ifdef MOE__GCC_DIAG_PUSHED2
+#pragma GCC diagnostic pop
+#undef MOE__GCC_DIAG_PUSHED2
+#endif
+#endif /* AVX2 */
+
 /* ---- tiers ---------------------------------------------------------------------------------------
  * X(tier, name, rank): rank orders the tiers by preference; moe_set_isa() caps by it. */
 #define MOE__ISA_LIST(X)                                                                          \
@@ -5864,6 +6109,14 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,       \
                                  5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                          \
+  MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX2, bf16_bf16w, 2x32c2, 2x64c2, avx2, 2, 32, 2, 2, 64,               \
+                              MOE__AVX2_FEATURES, "vfmadd231ps")))                                                      \
+  MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX2, bf16_bf16w, 2x32c2, 2x64c2, avx2, 2, 32, 2, 2, 64,               \
+                              MOE__AVX2_FEATURES, "vfmadd231ps")))                                                      \
+  MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX2, qu8_qc8w, 2x32c4, 2x64c4, avx2, 2, 32, 4, 2, 64,                 \
+                              MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
+  MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX_VNNI, qu8_qc8w, 2x32c4, 2x64c4, avxvnni, 2, 32, 4, 2, 64,          \
+                              MOE__AVXVNNI_FEATURES, "vpdpbusd-ymm")))                                                  \
   MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AMX, bf16_bf16w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,            \
                              MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
   MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AMX, bf16_bf16w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,            \
@@ -5908,6 +6161,11 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
 #define MOE__IF_AVX512(x) x
 #else
 #define MOE__IF_AVX512(x)
+#endif
+#ifdef MOE__HAVE_AVX2
+#define MOE__IF_AVX2(x) x
+#else
+#define MOE__IF_AVX2(x)
 #endif
 #ifdef MOE__HAVE_AMX
 #define MOE__IF_AMX(x) x
@@ -6016,6 +6274,10 @@ static inline const moe__row_ops *moe__row_ops_for(moe_isa isa) {
   static const moe__row_ops avx512 = {moe__quantize_row_u8_avx512, moe__f32_to_bf16_avx512, moe__bf16_to_f32_avx512,
                                       moe__add_row_avx512};
   if (isa == MOE_ISA_AVX512 && (moe_cpu_features() & MOE__CPU_AVX512_BASE) == MOE__CPU_AVX512_BASE) return &avx512;
+#endif
+#ifdef MOE__HAVE_AVX2
+  static const moe__row_ops avx2 = {moe__quantize_row_u8_avx2, moe__f32_to_bf16_avx2, moe__bf16_to_f32_avx2, moe__add_row_avx2};
+  if ((isa == MOE_ISA_AVX2 || isa == MOE_ISA_AVX_VNNI) && (moe_cpu_features() & MOE__AVX2_FEATURES) == MOE__AVX2_FEATURES) return &avx2;
 #endif
   return isa == MOE_ISA_SCALAR ? &scalar : NULL;
 }
