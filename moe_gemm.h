@@ -6110,9 +6110,9 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,       \
                                  5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                          \
   MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX2, bf16_bf16w, 2x32c2, 2x64c2, avx2, 2, 32, 2, 2, 64,               \
-                              MOE__AVX2_FEATURES, "vfmadd231ps")))                                                      \
+                              MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                      \
   MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX2, bf16_bf16w, 2x32c2, 2x64c2, avx2, 2, 32, 2, 2, 64,               \
-                              MOE__AVX2_FEATURES, "vfmadd231ps")))                                                      \
+                              MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                      \
   MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX2, qu8_qc8w, 2x32c4, 2x64c4, avx2, 2, 32, 4, 2, 64,                 \
                               MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
   MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX_VNNI, qu8_qc8w, 2x32c4, 2x64c4, avxvnni, 2, 32, 4, 2, 64,          \

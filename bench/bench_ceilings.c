@@ -93,7 +93,7 @@ double probe_bandwidth(probe_ctx *c, bench_pool *pool) {
 #define PEAK_CHAINS 16
 #define PEAK_UNROLL _Pragma("GCC unroll 16")
 
-enum { PEAK_VNNI, PEAK_BF16, PEAK_FMA };
+enum { PEAK_VNNI, PEAK_BF16, PEAK_FMA, PEAK_FMA_YMM, PEAK_MADDUBS, PEAK_VNNI_YMM };
 
 typedef struct peak_ctx {
   int kind;       /* PEAK_* */
@@ -138,22 +138,70 @@ __attribute__((target("avx512f"))) static float peak_loop_fma(void) {
   return _mm512_reduce_add_ps(acc[0]);
 }
 
+/* The AVX2 tier's: vfmadd231ps ymm (16 flops), the int8 triple vpmaddubsw + vpmaddwd + vpaddd (32
+ * MACs = 64 ops), and AVX-VNNI's vpdpbusd ymm (64 ops). 12 chains: with the operands they fill the
+ * 16 ymm registers without spilling (still more than latency x throughput of the units). */
+#define PEAK_CHAINS_YMM 12
+#define PEAK_UNROLL_YMM _Pragma("GCC unroll 12")
+__attribute__((target("avx2,fma"))) static float peak_loop_fma_ymm(void) {
+  __m256 acc[PEAK_CHAINS_YMM], a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-3f);
+  float out[8];
+  for (int c = 0; c < PEAK_CHAINS_YMM; c++) acc[c] = _mm256_set1_ps((float)c);
+  for (int i = 0; i < PEAK_ITERS; i++) {
+    PEAK_UNROLL_YMM
+    for (int c = 0; c < PEAK_CHAINS_YMM; c++) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+  }
+  for (int c = 1; c < PEAK_CHAINS_YMM; c++) acc[0] = _mm256_add_ps(acc[0], acc[c]);
+  _mm256_storeu_ps(out, acc[0]);
+  return out[0];
+}
+__attribute__((target("avx2"))) static float peak_loop_maddubs(void) {
+  __m256i acc[PEAK_CHAINS_YMM], b = _mm256_set1_epi32(0x01FF01FF), one = _mm256_set1_epi16(1);
+  for (int c = 0; c < PEAK_CHAINS_YMM; c++) acc[c] = _mm256_set1_epi32(c);
+  for (int i = 0; i < PEAK_ITERS; i++) {
+    PEAK_UNROLL_YMM
+    for (int c = 0; c < PEAK_CHAINS_YMM; c++) /* each chain feeds its own sum back: nothing is shared or hoisted */
+      acc[c] = _mm256_add_epi32(acc[c], _mm256_madd_epi16(_mm256_maddubs_epi16(acc[c], b), one));
+  }
+  for (int c = 1; c < PEAK_CHAINS_YMM; c++) acc[0] = _mm256_add_epi32(acc[0], acc[c]);
+  return (float)_mm256_extract_epi32(acc[0], 0);
+}
+__attribute__((target("avx2,avxvnni"))) static float peak_loop_vnni_ymm(void) {
+  __m256i acc[PEAK_CHAINS_YMM], a = _mm256_set1_epi32(0x01020304), b = _mm256_set1_epi32(0x01FF01FF);
+  for (int c = 0; c < PEAK_CHAINS_YMM; c++) acc[c] = _mm256_set1_epi32(c);
+  for (int i = 0; i < PEAK_ITERS; i++) {
+    PEAK_UNROLL_YMM
+    for (int c = 0; c < PEAK_CHAINS_YMM; c++) acc[c] = _mm256_dpbusd_avx_epi32(acc[c], a, b);
+  }
+  for (int c = 1; c < PEAK_CHAINS_YMM; c++) acc[0] = _mm256_add_epi32(acc[0], acc[c]);
+  return (float)_mm256_extract_epi32(acc[0], 0);
+}
+
 static void peak_task(void *arg, int64_t i) {
   peak_ctx *c = (peak_ctx *)arg;
   double t0 = now_s();
-  c->sink[i] = c->kind == PEAK_BF16 ? peak_loop_bf16() : c->kind == PEAK_FMA ? peak_loop_fma() : peak_loop_vnni();
+  switch (c->kind) {
+  case PEAK_BF16: c->sink[i] = peak_loop_bf16(); break;
+  case PEAK_FMA: c->sink[i] = peak_loop_fma(); break;
+  case PEAK_FMA_YMM: c->sink[i] = peak_loop_fma_ymm(); break;
+  case PEAK_MADDUBS: c->sink[i] = peak_loop_maddubs(); break;
+  case PEAK_VNNI_YMM: c->sink[i] = peak_loop_vnni_ymm(); break;
+  default: c->sink[i] = peak_loop_vnni(); break;
+  }
   c->task_s[i] = now_s() - t0;
 }
 
 /* Per trial the sum of each thread's own rate (a thread that other processes preempt only lowers
  * its own part), the best of PEAK_TRIALS trials. */
 static double measure_peak(bench_pool *pool, int kind) {
-  static const double ops_per_insn[] = {128.0, 64.0, 32.0};
+  static const double ops_per_insn[] = {128.0, 64.0, 32.0, 16.0, 64.0, 64.0};
   static const uint32_t needs[] = {MOE_CPU_AVX512F | MOE_CPU_AVX512VNNI, MOE_CPU_AVX512F | MOE_CPU_AVX512BF16,
-                                   MOE_CPU_AVX512F};
+                                   MOE_CPU_AVX512F, MOE_CPU_AVX2 | MOE_CPU_FMA, MOE_CPU_AVX2,
+                                   MOE_CPU_AVX2 | MOE_CPU_AVX_VNNI};
   const int n_threads = pool_threads(pool);
   peak_ctx c;
-  double best = 0.0, ops = (double)PEAK_ITERS * PEAK_CHAINS * ops_per_insn[kind];
+  const int chains = kind >= PEAK_FMA_YMM ? PEAK_CHAINS_YMM : PEAK_CHAINS;
+  double best = 0.0, ops = (double)PEAK_ITERS * chains * ops_per_insn[kind];
   if (!have_features(needs[kind])) return 0.0;
   c.kind = kind;
   c.task_s = (double *)kit_malloc((size_t)n_threads * sizeof *c.task_s);
@@ -175,6 +223,9 @@ ceilings measure_peaks(bench_pool *pool) {
   c.gops_vnni = measure_peak(pool, PEAK_VNNI);
   c.gflops_bf16 = measure_peak(pool, PEAK_BF16);
   c.gflops_fma = measure_peak(pool, PEAK_FMA);
+  c.gflops_fma_ymm = measure_peak(pool, PEAK_FMA_YMM);
+  c.gops_maddubs = measure_peak(pool, PEAK_MADDUBS);
+  c.gops_vnni_ymm = measure_peak(pool, PEAK_VNNI_YMM);
   return c;
 }
 
@@ -182,18 +233,25 @@ double peak_for_precision(const ceilings *c, moe_precision p) {
   return p == MOE_PREC_INT8 || p == MOE_PREC_INT4_W4A8 ? c->gops_vnni : c->gflops_bf16;
 }
 
-double peak_for_kernel(const ceilings *c, const moe_gemm_config *k) {
-  if (k->isa != MOE_ISA_AVX512 || !k->dot) return 0.0;
-  if (!strcmp(k->dot, "vpdpbusd")) return c->gops_vnni;
-  if (!strcmp(k->dot, "vdpbf16ps")) return c->gflops_bf16;
+/* The peak of a kernel's dot-product instruction, by the kernel list's name for it; 0 if unknown. */
+static double peak_of_dot(const ceilings *c, const char *dot) {
+  if (!strcmp(dot, "vpdpbusd")) return c->gops_vnni;
+  if (!strcmp(dot, "vdpbf16ps")) return c->gflops_bf16;
+  if (!strcmp(dot, "vfmadd231ps-ymm")) return c->gflops_fma_ymm;
+  if (!strcmp(dot, "vpmaddubsw")) return c->gops_maddubs;
+  if (!strcmp(dot, "vpdpbusd-ymm")) return c->gops_vnni_ymm;
   return 0.0;
+}
+
+double peak_for_kernel(const ceilings *c, const moe_gemm_config *k) {
+  if (k->isa == MOE_ISA_SCALAR || k->isa == MOE_ISA_AMX || !k->dot) return 0.0;
+  return peak_of_dot(c, k->dot);
 }
 
 double roofline_peak(const ceilings *c, const moe_gemm_config *k, const char **name) {
   const char *dot = k && k->dot ? k->dot : "scalar";
   double peak;
-  if (!strcmp(dot, "vpdpbusd")) peak = c->gops_vnni, *name = "vpdpbusd";
-  else if (!strcmp(dot, "vdpbf16ps")) peak = c->gflops_bf16, *name = "vdpbf16ps";
+  if (peak_of_dot(c, dot) > 0) peak = peak_of_dot(c, dot), *name = dot;
   else if (!strcmp(dot, "scalar") && c->gflops_fma > 0) peak = c->gflops_fma, *name = "vfmadd231ps";
   else if (!strcmp(dot, "scalar")) peak = c->gflops_bf16, *name = "vdpbf16ps";
   else {

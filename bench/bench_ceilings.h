@@ -18,6 +18,10 @@ double probe_bandwidth(probe_ctx *c, bench_pool *pool);
 typedef struct ceilings {
   double gops_vnni, gflops_bf16; /* vpdpbusd GOPS, vdpbf16ps GFLOPS; 0 when the CPU lacks one */
   double gflops_fma;             /* 512-bit vfmadd231ps (f32 FMA) GFLOPS; 0 without AVX-512F */
+  /* the AVX2 / AVX-VNNI tiers' instructions (256-bit); 0 when the CPU lacks them */
+  double gflops_fma_ymm;         /* vfmadd231ps ymm: 16 flops each                                  */
+  double gops_maddubs;           /* vpmaddubsw + vpmaddwd + vpaddd: 32 u8 x s8 MACs = 64 ops a triple */
+  double gops_vnni_ymm;          /* vpdpbusd ymm (AVX-VNNI): 64 ops each                              */
 } ceilings;
 
 /* The three peaks, all threads of the pool at once, each the best of 40 trials of ~1 ms. */
