@@ -5806,8 +5806,9 @@ MOE__AMX_ATTR void moe_bf16_fp8w_gemm2_ukernel_16x64c2__amx(const moe_gemm_args 
  * 16-bit pair sum is at most 2 * 128 * 127 = 32512 < 32767, so nothing saturates and the int32 sum
  * is exactly sum_k (a - 128) w, the same integer as vpdpbusd's sum minus the compensation; AVX-VNNI
  * runs vpdpbusd on ymm (u8 x s8, then minus comp). Either way INT8 gives the bits of the other tiers.
- * Tiles of up to 2 rows x 32 columns (8 accumulators); gemm1 runs the gate and the up panel one
- * after the other into f32 totals, then the activation. */
+ * Tiles of R rows x 16 columns (below); a call runs each panel half (gemm1: gate, then up) into f32
+ * totals, then the activation or the top-k weight. The FP8, INT4 and MXFP4 precisions have no AVX2
+ * kernels yet: on AVX2-only CPUs they run the scalar ones. */
 #if defined(MOE__X86) && !defined(MOE_NO_AVX2) && (defined(__GNUC__) || defined(__clang__))
 #define MOE__HAVE_AVX2 1
 #include <immintrin.h>
@@ -5897,98 +5898,135 @@ static inline uint32_t moe__group_u32(const uint8_t *a, int64_t i, int64_t kred,
   return moe__load_u32(b);
 }
 
-/* BF16: rows r0, r0 + 1 (R = 1 or 2) of one panel over k into t[r][0..31]. */
-MOE__AVX2 void moe__bf16_panel_avx2(const moe_gemm_args *g, const uint8_t *codes, int32_t r0, int R, float *t) {
+/* The tiles: R rows x 16 columns (half h of a panel: its lines' bytes 64h..64h+63, two ymm), one
+ * function per R through always_inline with a constant R. BF16: R <= 4 (8 accumulators, 4 widened
+ * weight vectors, a pair of row values); INT8: R <= 6 with vpdpbusd, R <= 4 with vpmaddubsw. */
+#define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
+#define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX2 ",avxvnni"), always_inline)) static inline
+
+MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, const uint8_t *codes, int h0, const int NH, int32_t r0,
+                                          const int R, float *t) {
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
-  __m256 acc[2][4];
   const int64_t pairs = (g->kred + 1) / 2;
-  for (int r = 0; r < 2; r++)
-    for (int v = 0; v < 4; v++) acc[r][v] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < pairs; i++) {
-    __m256 a0[2], a1[2];
-    for (int r = 0; r < R; r++) {
-      const __m256i d = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 2, 2, 0));
-      a0[r] = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1[r] = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
-    }
-    for (int v = 0; v < 4; v++) {
-      const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(codes + 128 * (size_t)i + 32 * v));
-      const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)), wo = _mm256_castsi256_ps(_mm256_and_si256(w, hi));
-      for (int r = 0; r < R; r++) acc[r][v] = _mm256_fmadd_ps(a1[r], wo, _mm256_fmadd_ps(a0[r], we, acc[r][v]));
-    }
-  }
+  __m256 acc[4][4];
   for (int r = 0; r < R; r++)
-    for (int v = 0; v < 4; v++) _mm256_store_ps(t + 64 * r + 8 * v, acc[r][v]);
+    for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < pairs; i++)
+    for (int hh = 0; hh < NH; hh++) {
+      const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);
+      const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
+      const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), wo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi));
+      const __m256 we1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), wo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi));
+      for (int r = 0; r < R; r++) {
+        const __m256i d = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 2, 2, 0));
+        const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
+        acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));
+        acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));
+      }
+    }
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2 * NH; v++) _mm256_store_ps(t + 64 * r + 16 * h0 + 8 * v, acc[r][v]);
 }
 
-/* INT8: the same for c4 panels, exact int32 sums, dequantized as the other tiers. vnni: vpdpbusd. */
-#define MOE__QC8_PANEL(attr, name, vnni)                                                                             \
-  attr void name(const moe_gemm_args *g, const uint8_t *panel, int32_t r0, int R, float *t) {                       \
-    const uint8_t *codes = panel + moe__codes_offset(MOE_PREC_INT8);                                                \
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);                               \
-    __m256i acc[2][4];                                                                                             \
-    const int64_t quads = (g->kred + 3) / 4;                                                                       \
-    for (int r = 0; r < 2; r++)                                                                                     \
-      for (int v = 0; v < 4; v++) acc[r][v] = _mm256_setzero_si256();                                              \
-    for (int64_t i = 0; i < quads; i++) {                                                                           \
-      __m256i a[2];                                                                                                \
-      for (int r = 0; r < R; r++) {                                                                                 \
-        a[r] = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 4, 1, 0x80));       \
-        if (!vnni) a[r] = _mm256_xor_si256(a[r], flip); /* a - 128 */                                               \
-      }                                                                                                            \
-      for (int v = 0; v < 4; v++) {                                                                                 \
-        const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(codes + 128 * (size_t)i + 32 * v));     \
-        MOE__QC8_STEP(vnni)                                                                                        \
-      }                                                                                                            \
-    }                                                                                                              \
-    for (int r = 0; r < R; r++)                                                                                     \
-      for (int v = 0; v < 4; v++) {                                                                                 \
-        __m256i s = acc[r][v];                                                                                     \
-        if (vnni) s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)(panel + 32 * v)));    \
-        __m256 col_scale = _mm256_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 32 * v));             \
-        __m256 x = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(g->a_scale[r0 + r])), col_scale); \
-        _mm256_store_ps(t + 64 * r + 8 * v, x);                                                                    \
-      }                                                                                                            \
+/* INT8 (c4 panels with the comp/scale header): exact int32 sums, dequantized as the other tiers. */
+MOE__AVX2_INLINE void moe__qc8_dequant_avx2(const moe_gemm_args *g, const uint8_t *panel, int h, int32_t r, __m256i s0, __m256i s1,
+                                            int vnni, float *t) {
+  for (int v = 0; v < 2; v++) {
+    const int c = 16 * h + 8 * v;
+    __m256i s = v ? s1 : s0;
+    if (vnni) s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)(panel + 4 * c)));
+    const __m256 col_scale = _mm256_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 4 * c));
+    _mm256_store_ps(t + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(g->a_scale[r])), col_scale));
   }
-#define MOE__QC8_STEP(vnni)                                                                                       \
-  if (vnni) {                                                                                                      \
-    for (int r = 0; r < R; r++) acc[r][v] = moe__dpbusd_ymm(acc[r][v], a[r], w);                                    \
-  } else {                                                                                                         \
-    const __m256i aw = _mm256_abs_epi8(w);                                                                         \
-    for (int r = 0; r < R; r++)                                                                                     \
-      acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(a[r], w)), ones)); \
-  }
-/* VEX vpdpbusd (AVX-VNNI) */
-MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { return _mm256_dpbusd_avx_epi32(acc, a_u8, w_s8); }
-/* the AVX2 variant never reaches moe__dpbusd_ymm (vnni is 0); it must still compile for it */
-MOE__QC8_PANEL(MOE__AVX2, moe__qc8_panel_avx2, 0)
-MOE__QC8_PANEL(MOE__AVXVNNI, moe__qc8_panel_avxvnni, 1)
-#undef MOE__QC8_PANEL
-#undef MOE__QC8_STEP
+}
+MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, const uint8_t *panel, int h0, const int NH, int32_t r0,
+                                         const int R, float *t) {
+  const uint8_t *codes = panel + moe__codes_offset(MOE_PREC_INT8);
+  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+  const int64_t quads = (g->kred + 3) / 4;
+  __m256i acc[4][4];
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < quads; i++)
+    for (int hh = 0; hh < NH; hh++) {
+      const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);
+      const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
+      const __m256i aw0 = _mm256_abs_epi8(w0), aw1 = _mm256_abs_epi8(w1);
+      for (int r = 0; r < R; r++) {
+        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 4, 1, 0x80)), flip);
+        acc[r][2 * hh] = _mm256_add_epi32(acc[r][2 * hh], _mm256_madd_epi16(_mm256_maddubs_epi16(aw0, _mm256_sign_epi8(a, w0)), ones));
+        acc[r][2 * hh + 1] = _mm256_add_epi32(acc[r][2 * hh + 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(a, w1)), ones));
+      }
+    }
+  for (int r = 0; r < R; r++)
+    for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 0, t + 64 * r);
+}
+MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, const uint8_t *panel, int h0, const int NH, int32_t r0,
+                                               const int R, float *t) {
+  const uint8_t *codes = panel + moe__codes_offset(MOE_PREC_INT8);
+  const int64_t quads = (g->kred + 3) / 4;
+  __m256i acc[6][4];
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < quads; i++)
+    for (int hh = 0; hh < NH; hh++) {
+      const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);
+      const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
+      for (int r = 0; r < R; r++) {
+        const __m256i a = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 4, 1, 0x80));
+        acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);
+        acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);
+      }
+    }
+  for (int r = 0; r < R; r++)
+    for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 1, t + 64 * r);
+}
 
-/* A call: rows in tiles of 2, each panel (gemm1: gate then up; gemm2: one or two) into the totals. */
-#define MOE__AVX2_GEMM(attr, name, panel_fn, pass_panel)                                                            \
+/* A call: every panel (gemm1: gate then up; gemm2: one or two) into f32 totals, then the epilogue.
+ * Up to 2 rows (decode) run both halves of a line pair in one pass (R x 32 columns), so the weights
+ * stream once in order; more rows run each half on its own, rows in tiles of at most MAXR with
+ * balanced heights (R x 16 columns: more rows per weight load). */
+#define MOE__AVX2_GEMM(attr, name, tile, MAXR, offset)                                                              \
   attr void name(const moe_gemm_args *g, int gemm1) {                                                              \
     MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                      \
     const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                \
-    for (int32_t r0 = 0; r0 < g->mr; r0 += 2)                                                                      \
-      for (int i = 0; i < np; i++) {                                                                               \
-        const uint8_t *panel = g->w + (size_t)i * g->panel_bytes;                                                 \
-        panel_fn(g, pass_panel, r0, g->mr - r0 < 2 ? 1 : 2, tot + 64 * r0 + 32 * i);                              \
+    const int32_t tiles = (g->mr + MAXR - 1) / MAXR;                                                               \
+    for (int i = 0; i < np; i++) {                                                                                 \
+      const uint8_t *w = g->w + (size_t)i * g->panel_bytes + (offset);                                            \
+      float *t = tot + 32 * i;                                                                                     \
+      if (g->mr <= 2) {                                                                                            \
+        if (g->mr == 1) tile(g, w, 0, 2, 0, 1, t);                                                                 \
+        else tile(g, w, 0, 2, 0, 2, t);                                                                            \
+        continue;                                                                                                  \
       }                                                                                                            \
+      for (int h = 0; h < 2; h++)                                                                                  \
+        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                           \
+          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                               \
+          switch (rows) {                                                                                          \
+          case 1: tile(g, w, h, 1, r0, 1, t + 64 * r0); break;                                                     \
+          case 2: tile(g, w, h, 1, r0, 2, t + 64 * r0); break;                                                     \
+          case 3: tile(g, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0); break;                                   \
+          case 4: tile(g, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0); break;                                   \
+          case 5: tile(g, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0); break;                                   \
+          default: tile(g, w, h, 1, r0, MAXR, t + 64 * r0); break;                                                 \
+          }                                                                                                        \
+          r0 += rows;                                                                                              \
+        }                                                                                                          \
+    }                                                                                                              \
     moe__store_avx2(g, tot, gemm1);                                                                                \
   }
-MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_panel_avx2, panel + moe__codes_offset(MOE_PREC_BF16))
-MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_panel_avx2, panel)
-MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_panel_avxvnni, panel)
+MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4, moe__codes_offset(MOE_PREC_BF16))
+MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4, 0)
+MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6, 0)
 #undef MOE__AVX2_GEMM
 
-/* The kernels of the list: 2 rows x 32 columns per tile (gemm1: gate and up, 2x64 columns in all). */
-MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_2x32c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 1); }
-MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_2x64c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 0); }
-MOE__AVX2 void moe_qu8_qc8w_gemm1_ukernel_2x32c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 1); }
-MOE__AVX2 void moe_qu8_qc8w_gemm2_ukernel_2x64c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 0); }
-MOE__AVXVNNI void moe_qu8_qc8w_gemm1_ukernel_2x32c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 1); }
-MOE__AVXVNNI void moe_qu8_qc8w_gemm2_ukernel_2x64c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 0); }
+/* The kernels of the list (tile rows x columns of one pass: 4x16, VNNI 6x16). */
+MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 1); }
+MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 0); }
+MOE__AVX2 void moe_qu8_qc8w_gemm1_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 1); }
+MOE__AVX2 void moe_qu8_qc8w_gemm2_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 0); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 1); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 0); }
 
 /* ---- row operations on AVX2 (the same bits as the scalar ones) ---------------------------------- */
 MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q) {
@@ -6109,13 +6147,13 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
                                 5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 5x32c2, 5x64c2_12x32c2, avx512bf16,       \
                                  5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                          \
-  MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX2, bf16_bf16w, 2x32c2, 2x64c2, avx2, 2, 32, 2, 2, 64,               \
+  MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX2, bf16_bf16w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,               \
                               MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                      \
-  MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX2, bf16_bf16w, 2x32c2, 2x64c2, avx2, 2, 32, 2, 2, 64,               \
+  MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX2, bf16_bf16w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,               \
                               MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                      \
-  MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX2, qu8_qc8w, 2x32c4, 2x64c4, avx2, 2, 32, 4, 2, 64,                 \
+  MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX2, qu8_qc8w, 4x16c4, 4x16c4, avx2, 4, 16, 4, 4, 16,                 \
                               MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
-  MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX_VNNI, qu8_qc8w, 2x32c4, 2x64c4, avxvnni, 2, 32, 4, 2, 64,          \
+  MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX_VNNI, qu8_qc8w, 6x16c4, 6x16c4, avxvnni, 6, 16, 4, 6, 16,          \
                               MOE__AVXVNNI_FEATURES, "vpdpbusd-ymm")))                                                  \
   MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AMX, bf16_bf16w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,            \
                              MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
