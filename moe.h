@@ -19,6 +19,7 @@
  *   | MOE_NO_MXFP4        | remove MXFP4                                                        |
  *   | MOE_NO_AVX512       | remove the AVX-512 kernels (and AMX)                                |
  *   | MOE_NO_AMX          | remove the AMX tier (never ask the OS for tile state)               |
+ *   | MOE_NO_AVX2         | remove the AVX2 and AVX-VNNI kernels                                |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
  *   | MOE_AMX_EMULATE     | run the AMX tier on a C model of the tiles (tests on any x86)       |
  *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default 4)            |

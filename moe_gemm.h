@@ -5888,14 +5888,19 @@ MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gem
     }
 }
 
+#ifndef MOE__ALIGN64 /* (without the AVX-512 tier) */
+#define MOE__ALIGN64 __attribute__((aligned(64)))
+#endif
+
 /* The group of KR elements of row a at k-group i, elements past kred read as pad: as one dword. */
 static inline uint32_t moe__group_u32(const uint8_t *a, int64_t i, int64_t kred, int kr, size_t elt, int pad) {
   uint8_t b[4];
-  if ((i + 1) * kr <= kred) return moe__load_u32(a + 4 * (size_t)i);
+  uint32_t v;
+  if ((i + 1) * kr <= kred) return memcpy(&v, a + 4 * (size_t)i, 4), v;
   memset(b, pad, sizeof b);
   for (int j = 0; j < kr; j++)
     if (i * kr + j < kred) memcpy(b + (size_t)j * elt, a + (size_t)(i * kr + j) * elt, elt);
-  return moe__load_u32(b);
+  return memcpy(&v, b, 4), v;
 }
 
 /* The tiles: R rows x 16 columns (half h of a panel: its lines' bytes 64h..64h+63, two ymm), one
