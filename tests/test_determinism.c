@@ -146,11 +146,16 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
   free(ref);
 }
 
-int main(void) {
+/* Option --quick: the best tier only (the sanitized runs: ThreadSanitizer checks the experts'
+ * region, which every tier shares). */
+int main(int argc, char **argv) {
   static const moe_precision precs[] = {MOE_PREC_BF16,      MOE_PREC_FP16,       MOE_PREC_INT8, MOE_PREC_FP8,
                                         MOE_PREC_INT4_W4A8, MOE_PREC_INT4_W4A16, MOE_PREC_MXFP4};
+  const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  const moe_isa best = moe_set_isa(MOE_ISA_COUNT);
   for (int omp = 0; omp < 2; omp++)
     for (int isa = 0; isa < MOE_ISA_COUNT; isa++) {
+      if (quick && isa != (int)best) continue;
       if (moe_set_isa((moe_isa)isa) != (moe_isa)isa) continue;
       for (int pi = 0; pi < 7; pi++) {
         if (!moe_precision_compiled(precs[pi])) continue;

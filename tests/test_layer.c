@@ -826,7 +826,9 @@ static void print_table(const char *title, double err[MOE_PREC_COUNT][3]) {
 }
 
 /* Runs every section on every ISA tier this machine has (moe_set_isa), the real model shapes on the
- * best tier only. Options: --quick (no model shapes), --seed N (another draw of all the data). */
+ * best tier only. Options: --quick (no model shapes, and only the scalar and the best tier: the
+ * sanitized runs, where test_kernels still runs every kernel and row operation of every tier),
+ * --seed N (another draw of all the data). */
 int main(int argc, char **argv) {
   double t0 = now_s(), t, all[MOE_PREC_COUNT][3];
   int quick = 0;
@@ -840,6 +842,7 @@ int main(int argc, char **argv) {
   g_par = orc_pool_parallel(&g_pool);
   printf("# precision act bias shared dtype M E N K topk rel_err tol what\n");
   for (int isa = 0; isa < MOE_ISA_COUNT; isa++) {
+    if (quick && isa != (int)MOE_ISA_SCALAR && isa != (int)best) continue;
     if (moe_set_isa((moe_isa)isa) != (moe_isa)isa) continue;
     printf("# isa %s\n", moe_isa_name((moe_isa)isa));
     memset(max_err, 0, sizeof max_err);
