@@ -6025,6 +6025,211 @@ MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4, 0)
 MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6, 0)
 #undef MOE__AVX2_GEMM
 
+/* ---- the low-bit precisions on AVX2 -------------------------------------------------------------
+ * Decoded in registers, 8 columns at a time, into f32 (FP8, INT4-W4A16, MXFP4: the even and odd
+ * element of a pair, as the BF16 tile) or into unsigned codes (W4A8: a k quad per lane, the signed
+ * operand being a - 128), group by group: a group's sums start at zero and at its end
+ *   tot[r][c] = fma(sum, scale[c], tot[r][c])          (W4A8: sum - zero[c] * sum_k (a - 128) first)
+ * as the AVX-512 kernels do, so W4A8 keeps the bits of the other tiers. Decoding without byte or
+ * word permutes: e4m3 by its bit fields (normals shifted into f32, the 7 subnormals as m * 2^-9,
+ * 0x7F NaN); e2m1 through vpermps over its 8 magnitudes and the sign bit; int4 as q - zero. */
+
+/* f32 scale of 8 columns (col0..col0+7) of group gi: f32 meta, or e8m0 (0: 2^-127, 255: NaN). */
+MOE__AVX2 __m256 moe__lb_scale_avx2(moe_precision p, const uint8_t *meta, int64_t gi, int col0) {
+  const size_t cell = (size_t)gi * MOE_NR + (size_t)col0;
+  if (moe__meta_of(p) == MOE__META_E8M0) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + cell)));
+    __m256i bits = _mm256_slli_epi32(e, 23);
+    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x00400000), _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
+    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x7FC00000), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+    return _mm256_castsi256_ps(bits);
+  }
+  return _mm256_loadu_ps((const float *)(const void *)(meta + 4 * cell));
+}
+
+/* e4m3 codes (int32 lanes) -> f32, exact for all 256 codes. */
+MOE__AVX2 __m256 moe__e4m3_f32_avx2(__m256i x) {
+  const __m256i m7 = _mm256_and_si256(x, _mm256_set1_epi32(0x7F));
+  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(m7, 20), _mm256_set1_epi32(120 << 23));
+  const __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(m7), _mm256_set1_ps(1.0f / 512)); /* e = 0: m * 2^-9 */
+  __m256 f = _mm256_blendv_ps(_mm256_castsi256_ps(normal), sub, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), m7)));
+  f = _mm256_blendv_ps(f, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), _mm256_castsi256_ps(_mm256_cmpeq_epi32(m7, _mm256_set1_epi32(0x7F))));
+  return _mm256_or_ps(f, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x80)), 24)));
+}
+
+/* The even and odd element of pair i for the 8 columns 8q..8q+7 of a panel, as f32 (before the
+ * group scale; int4: q - zero with the group's zero points zq). */
+MOE__AVX2_INLINE void moe__lb_pair_avx2(moe_precision p, const uint8_t *codes, int64_t i, int q, __m256i zq, __m256 *we, __m256 *wo) {
+  if (p == MOE_PREC_FP8) { /* layout (b): 8-byte runs of 4 columns x (k0, k1) */
+    const uint8_t *line = codes + 64 * (size_t)i + 32 * (size_t)(q & 1) + 8 * (size_t)(q >> 1);
+    __m128i x = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)line), _mm_loadl_epi64((const __m128i *)(const void *)(line + 16)));
+    x = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    *we = moe__e4m3_f32_avx2(_mm256_cvtepu8_epi32(x));
+    *wo = moe__e4m3_f32_avx2(_mm256_cvtepu8_epi32(_mm_srli_si128(x, 8)));
+    return;
+  }
+  { /* layout (c): dword c holds column c's two words (e = 0, 1), nibble j = pair j of the 8 k */
+    const __m256i d = _mm256_srli_epi32(_mm256_load_si256((const __m256i *)(const void *)(codes + 128 * (size_t)(i / 4) + 32 * (size_t)q)), (int)(4 * (i % 4)));
+    const __m256i ie = _mm256_and_si256(d, _mm256_set1_epi32(15)), io = _mm256_and_si256(_mm256_srli_epi32(d, 16), _mm256_set1_epi32(15));
+    if (p == MOE_PREC_MXFP4) {
+      const __m256 mag = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+      *we = _mm256_xor_ps(_mm256_permutevar8x32_ps(mag, ie), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(ie, _mm256_set1_epi32(8)), 28)));
+      *wo = _mm256_xor_ps(_mm256_permutevar8x32_ps(mag, io), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(io, _mm256_set1_epi32(8)), 28)));
+    } else {
+      *we = _mm256_cvtepi32_ps(_mm256_sub_epi32(ie, zq));
+      *wo = _mm256_cvtepi32_ps(_mm256_sub_epi32(io, zq));
+    }
+  }
+}
+
+/* The pair i of row a with the elements outside [k0, k1) as 0 (a pair can straddle FP8 blocks). */
+static inline uint32_t moe__pair_in(const uint8_t *a, int64_t i, int64_t k0, int64_t k1) {
+  uint16_t e[2] = {0, 0};
+  uint32_t v;
+  for (int j = 0; j < 2; j++)
+    if (2 * i + j >= k0 && 2 * i + j < k1) memcpy(&e[j], a + 2 * (size_t)(2 * i + j), 2);
+  memcpy(&v, e, 4);
+  return v;
+}
+
+/* FP8, INT4-W4A16, MXFP4: rows r0..r0+R-1, column blocks 8q for the halves h0..h0+NH-1, into t. */
+MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH,
+                                          int32_t r0, const int R, float *t) {
+  const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+  const uint8_t *codes = panel, *meta = panel + moe__meta_offset(p, g->kpad);
+  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    __m256 acc[4][4];
+    __m256i zq[4];
+    for (int v = 0; v < 2 * NH; v++) {
+      zq[v] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 16 * (size_t)h0 + 8 * (size_t)v)))
+                                      : _mm256_setzero_si256();
+      for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
+    }
+    for (int64_t i = k0 / 2; 2 * i < k1; i++)
+      for (int v = 0; v < 2 * NH; v++) {
+        __m256 we, wo;
+        moe__lb_pair_avx2(p, codes, i, 2 * h0 + v, zq[v], &we, &wo);
+        for (int r = 0; r < R; r++) {
+          const uint8_t *a = (const uint8_t *)g->a[r0 + r];
+          const __m256i d = _mm256_set1_epi32((int)(2 * i >= k0 && 2 * i + 2 <= k1 ? moe__group_u32(a, i, g->kred, 2, 2, 0) : moe__pair_in(a, i, k0, k1)));
+          const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
+          acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));
+        }
+      }
+    for (int v = 0; v < 2 * NH; v++) {
+      const __m256 s = moe__lb_scale_avx2(p, meta, gi, 16 * h0 + 8 * v);
+      for (int r = 0; r < R; r++) {
+        float *o = t + 64 * r + 16 * h0 + 8 * v;
+        _mm256_store_ps(o, _mm256_fmadd_ps(acc[r][v], s, _mm256_load_ps(o)));
+      }
+    }
+  }
+}
+
+/* VEX vpdpbusd (AVX-VNNI): u8 x s8 quads into int32 */
+MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { return _mm256_dpbusd_avx_epi32(acc, a_u8, w_s8); }
+
+/* W4A8: codes (0..15) x (a - 128), exact int32 group sums; VNNI: vpdpbusd, else vpmaddubsw (codes
+ * unsigned, |a - 128| <= 127: pair sums <= 2 * 15 * 127, no saturation) + vpmaddwd. */
+#define MOE__Q4_TILE(attr, name, vnni)                                                                               \
+  attr void name(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,   \
+                 const int R, float *t) {                                                                           \
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80), m4 = _mm256_set1_epi8(15);     \
+    const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);                                                     \
+    const int64_t ng = moe__cdiv(g->kred, g->kgroup);                                                               \
+    for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {                                            \
+      const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;                                       \
+      __m256i acc[MOE__Q4_MAXR][4];                                                                                \
+      int32_t asum[MOE__Q4_MAXR];                                                                                  \
+      for (int r = 0; r < R; r++) {                                                                                \
+        const uint8_t *a = (const uint8_t *)g->a[r0 + r] + k0;                                                     \
+        int32_t s = 0;                                                                                             \
+        for (int64_t k = 0; k < k1 - k0; k++) s += (int32_t)a[k] - 128;                                            \
+        asum[r] = s;                                                                                               \
+        for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                       \
+      }                                                                                                            \
+      for (int64_t i = k0 / 4; 4 * i < k1; i++)                                                                    \
+        for (int v = 0; v < 2 * NH; v++) { /* half h: low (h = 0) or high nibbles; v & 1: bytes 32.. */           \
+          const int h = h0 + v / 2;                                                                                \
+          const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1))); \
+          const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                           \
+          for (int r = 0; r < R; r++) {                                                                             \
+            const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, k1, 4, 1, 0x80)), flip); \
+            acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                    \
+                             : _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), ones));    \
+          }                                                                                                        \
+        }                                                                                                          \
+      for (int v = 0; v < 2 * NH; v++) {                                                                           \
+        const int col0 = 16 * h0 + 8 * v;                                                                          \
+        const __m256 s = moe__lb_scale_avx2(p, meta, gi, col0);                                                    \
+        const __m256i z = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + (size_t)col0))); \
+        for (int r = 0; r < R; r++) {                                                                              \
+          float *o = t + 64 * r + col0;                                                                            \
+          const __m256 isum = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][v], _mm256_mullo_epi32(z, _mm256_set1_epi32(asum[r])))); \
+          _mm256_store_ps(o, _mm256_fmadd_ps(isum, s, _mm256_load_ps(o)));                                         \
+        }                                                                                                          \
+      }                                                                                                            \
+    }                                                                                                              \
+  }
+#define MOE__Q4_MAXR 6
+MOE__Q4_TILE(MOE__AVX2_INLINE, moe__q4_tile_avx2, 0)
+MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, 1)
+#undef MOE__Q4_TILE
+
+/* A low-bit call: as MOE__AVX2_GEMM, the tiles adding group by group into zeroed totals; W4A8 then
+ * times the row scale (the AVX-512 kernels' order). */
+#define MOE__AVX2_LB_GEMM(attr, name, tile, MAXR)                                                                   \
+  attr void name(moe_precision p, const moe_gemm_args *g, int gemm1) {                                             \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                      \
+    const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                \
+    const int32_t tiles = (g->mr + MAXR - 1) / MAXR;                                                               \
+    memset(tot, 0, sizeof tot);                                                                                    \
+    for (int i = 0; i < np; i++) {                                                                                 \
+      const uint8_t *w = g->w + (size_t)i * g->panel_bytes;                                                       \
+      float *t = tot + 32 * i;                                                                                     \
+      if (g->mr <= 2) {                                                                                            \
+        if (g->mr == 1) tile(g, p, w, 0, 2, 0, 1, t);                                                              \
+        else tile(g, p, w, 0, 2, 0, 2, t);                                                                         \
+        continue;                                                                                                  \
+      }                                                                                                            \
+      for (int h = 0; h < 2; h++)                                                                                  \
+        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                           \
+          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                               \
+          switch (rows) {                                                                                          \
+          case 1: tile(g, p, w, h, 1, r0, 1, t + 64 * r0); break;                                                  \
+          case 2: tile(g, p, w, h, 1, r0, 2, t + 64 * r0); break;                                                  \
+          case 3: tile(g, p, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0); break;                                \
+          case 4: tile(g, p, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0); break;                                \
+          case 5: tile(g, p, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0); break;                                \
+          default: tile(g, p, w, h, 1, r0, MAXR, t + 64 * r0); break;                                              \
+          }                                                                                                        \
+          r0 += rows;                                                                                              \
+        }                                                                                                          \
+    }                                                                                                              \
+    if (moe__is_a8(p))                                                                                             \
+      for (int32_t r = 0; r < g->mr; r++)                                                                          \
+        for (int c = 0; c < 64; c += 8)                                                                            \
+          _mm256_store_ps(tot + 64 * r + c, _mm256_mul_ps(_mm256_load_ps(tot + 64 * r + c), _mm256_set1_ps(g->a_scale[r]))); \
+    moe__store_avx2(g, tot, gemm1);                                                                                \
+  }
+MOE__AVX2_LB_GEMM(MOE__AVX2, moe__lb16_gemm_avx2, moe__lb16_tile_avx2, 4)
+MOE__AVX2_LB_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
+MOE__AVX2_LB_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 6)
+#undef MOE__AVX2_LB_GEMM
+
+#define MOE__AVX2_LB_UKERNELS(attr, fam, kr, sfx, prec, gemm)                                                       \
+  attr void moe_##fam##_gemm1_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 1); }           \
+  attr void moe_##fam##_gemm2_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 0); }
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_fp8w, 2, avx2, MOE_PREC_FP8, moe__lb16_gemm_avx2)
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_qc4w, 2, avx2, MOE_PREC_INT4_W4A16, moe__lb16_gemm_avx2)
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_mxfp4w, 2, avx2, MOE_PREC_MXFP4, moe__lb16_gemm_avx2)
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, qu8_qc4w, 4, avx2, MOE_PREC_INT4_W4A8, moe__q4_gemm_avx2)
+#undef MOE__AVX2_LB_UKERNELS
+MOE__AVXVNNI void moe_qu8_qc4w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 1); }
+MOE__AVXVNNI void moe_qu8_qc4w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 0); }
+
 /* The kernels of the list (tile rows x columns of one pass: 4x16, VNNI 6x16). */
 MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 1); }
 MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 0); }
@@ -6160,6 +6365,16 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
                               MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
   MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX_VNNI, qu8_qc8w, 6x16c4, 6x16c4, avxvnni, 6, 16, 4, 6, 16,          \
                               MOE__AVXVNNI_FEATURES, "vpdpbusd-ymm")))                                                  \
+  MOE__IF_AVX2(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX2, bf16_fp8w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,                 \
+                             MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                   \
+  MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX2, qu8_qc4w, 4x16c4, 4x16c4, avx2, 4, 16, 4, 4, 16,           \
+                              MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
+  MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX_VNNI, qu8_qc4w, 6x16c4, 6x16c4, avxvnni, 6, 16, 4, 6, 16,    \
+                              MOE__AVXVNNI_FEATURES, "vpdpbusd-ymm")))                                                  \
+  MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX2, bf16_qc4w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,         \
+                              MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                  \
+  MOE__IF_AVX2(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX2, bf16_mxfp4w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,           \
+                               MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                 \
   MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AMX, bf16_bf16w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,            \
                              MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
   MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AMX, bf16_bf16w, 16x32c2, 16x64c2, amx, 16, 32, 2, 16, 64,            \
