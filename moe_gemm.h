@@ -129,8 +129,8 @@ typedef enum moe_isa {
   MOE_ISA_SCALAR = 0,
   MOE_ISA_AVX512 = 1,   /* AVX-512 F/BW/VL/DQ with VNNI or BF16, per kernel                    */
   MOE_ISA_AMX = 2,      /* AMX-BF16 / AMX-INT8 tiles (MOE_AMX_EMULATE: the C tile model)        */
-  MOE_ISA_AVX2 = 3,     /* AVX2 + FMA + F16C: BF16/FP16 and INT8 kernels (others: scalar)       */
-  MOE_ISA_AVX_VNNI = 4, /* AVX2 with VEX-encoded vpdpbusd: INT8                                  */
+  MOE_ISA_AVX2 = 3,     /* AVX2 + FMA + F16C: every precision                                   */
+  MOE_ISA_AVX_VNNI = 4, /* AVX2 with VEX-encoded vpdpbusd: INT8 and INT4-W4A8 on it             */
   MOE_ISA_COUNT = 5
 } moe_isa;
 
@@ -5807,8 +5807,8 @@ MOE__AMX_ATTR void moe_bf16_fp8w_gemm2_ukernel_16x64c2__amx(const moe_gemm_args 
  * is exactly sum_k (a - 128) w, the same integer as vpdpbusd's sum minus the compensation; AVX-VNNI
  * runs vpdpbusd on ymm (u8 x s8, then minus comp). Either way INT8 gives the bits of the other tiers.
  * Tiles of R rows x 16 columns (below); a call runs each panel half (gemm1: gate, then up) into f32
- * totals, then the activation or the top-k weight. The FP8, INT4 and MXFP4 precisions have no AVX2
- * kernels yet: on AVX2-only CPUs they run the scalar ones. */
+ * totals, then the activation or the top-k weight. FP8, INT4 and MXFP4: see "the low-bit precisions
+ * on AVX2" below. */
 #if defined(MOE__X86) && !defined(MOE_NO_AVX2) && (defined(__GNUC__) || defined(__clang__))
 #define MOE__HAVE_AVX2 1
 #include <immintrin.h>
