@@ -392,9 +392,11 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int main(void) {
+/* Option --isa NAME: only that tier's kernels (the emulated AMX build sweeps its own tier only). */
+int main(int argc, char **argv) {
   int tested = 0, skipped = 0, vector_rows;
   double t0 = now_s();
+  const moe_isa only = argc > 2 && strcmp(argv[1], "--isa") == 0 ? moe_isa_from_name(argv[2]) : MOE_ISA_COUNT;
   for (int i = 0; i < moe_kernel_count(); i++) {
     const moe_gemm_config *k = moe_kernel_at(i), *ref = scalar_twin(k);
     char feats[256];
@@ -402,6 +404,7 @@ int main(void) {
     int before = test_failures;
     double t = now_s();
     if (k->isa == MOE_ISA_SCALAR) continue; /* the references */
+    if (only != MOE_ISA_COUNT && k->isa != only) continue;
     if (!ref) {
       CHECK(0, "%s has no scalar twin in the kernel list", k->name);
       continue;
