@@ -1201,18 +1201,26 @@ static int moe__ck_check(moe__ck_load *ld, const moe_ckpt_tensor *t, unsigned ty
 static void moe__ck_row_f32(const moe_ckpt_tensor *t, int64_t r, int64_t cols, float *dst) {
   const size_t bsize = moe__ck_types[t->dtype].size, block = moe__ck_types[t->dtype].block;
   const uint8_t *p = t->data + (size_t)r * ((size_t)cols / block) * bsize;
-  for (int64_t i = 0; i < cols; i++) {
-    const uint8_t *b = p + (size_t)(i / (int64_t)block) * bsize;
-    int j = (int)(i % (int64_t)block);
-    switch (t->dtype) {
-    case MOE_CKPT_F32: { uint32_t u = (uint32_t)moe__ck_le(p + 4 * i, 4); memcpy(&dst[i], &u, 4); break; }
-    case MOE_CKPT_F16: dst[i] = moe_f16_to_f32((uint16_t)moe__ck_le(p + 2 * i, 2)); break;
-    case MOE_CKPT_BF16: dst[i] = moe_bf16_to_f32((uint16_t)moe__ck_le(p + 2 * i, 2)); break;
-    case MOE_CKPT_Q8_0: dst[i] = moe_f16_to_f32((uint16_t)moe__ck_le(b, 2)) * (float)(int8_t)b[2 + j]; break;
-    case MOE_CKPT_Q4_0: dst[i] = moe_f16_to_f32((uint16_t)moe__ck_le(b, 2)) * (float)(((b[2 + j % 16] >> (4 * (j / 16))) & 15) - 8); break;
-    case MOE_CKPT_MXFP4: dst[i] = moe_e8m0_to_f32(b[0]) * moe_e2m1_to_f32((uint8_t)(b[1 + j % 16] >> (4 * (j / 16)))); break;
-    default: dst[i] = NAN; break;
+  switch (t->dtype) {
+  case MOE_CKPT_F32:
+    for (int64_t i = 0; i < cols; i++) {
+      uint32_t u = (uint32_t)moe__ck_le(p + 4 * i, 4);
+      memcpy(&dst[i], &u, 4);
     }
+    return;
+  case MOE_CKPT_F16: for (int64_t i = 0; i < cols; i++) dst[i] = moe_f16_to_f32((uint16_t)moe__ck_le(p + 2 * i, 2)); return;
+  case MOE_CKPT_BF16: for (int64_t i = 0; i < cols; i++) dst[i] = moe_bf16_to_f32((uint16_t)moe__ck_le(p + 2 * i, 2)); return;
+  case MOE_CKPT_Q8_0: case MOE_CKPT_Q4_0: case MOE_CKPT_MXFP4: /* blocks of 32: scale, then codes */
+    for (int64_t b = 0; b < cols / 32; b++, p += bsize) {
+      const float d = t->dtype == MOE_CKPT_MXFP4 ? moe_e8m0_to_f32(p[0]) : moe_f16_to_f32((uint16_t)moe__ck_le(p, 2));
+      for (int j = 0; j < 32; j++) {
+        const uint8_t nib = (uint8_t)(p[(t->dtype == MOE_CKPT_MXFP4 ? 1 : 2) + j % 16] >> (4 * (j / 16)) & 15); /* j < 16: low nibble */
+        dst[32 * b + j] = t->dtype == MOE_CKPT_Q8_0 ? d * (float)(int8_t)p[2 + j]
+                          : t->dtype == MOE_CKPT_Q4_0 ? d * (float)((int)nib - 8) : d * moe_e2m1_to_f32(nib);
+      }
+    }
+    return;
+  default: for (int64_t i = 0; i < cols; i++) dst[i] = NAN; return;
   }
 }
 

@@ -789,6 +789,26 @@ MOE_API const char *moe_amx_status(void) {
 #endif
 }
 
+/* ---- activations of a k-group, for the vector kernels ---------------------------------------- */
+static inline uint32_t moe__load_u32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+/* The KR elements (elt bytes each) of row a at k-group i as one dword, those outside [k0, k1) read
+ * as pad (the byte that makes the element 0: 0 for bf16, 0x80 for u8 = q + 128). Reads only in
+ * [k0, k1). */
+static inline uint32_t moe__group_in(const uint8_t *a, int64_t i, int64_t k0, int64_t k1, int kr, size_t elt, int pad) {
+  uint8_t b[4];
+  if (i * kr >= k0 && (i + 1) * kr <= k1) return moe__load_u32(a + 4 * (size_t)i);
+  memset(b, pad, sizeof b);
+  for (int j = 0; j < kr; j++) {
+    int64_t k = i * kr + j;
+    if (k >= k0 && k < k1) memcpy(b + (size_t)j * elt, a + (size_t)k * elt, elt);
+  }
+  return moe__load_u32(b);
+}
+
 /* ---- AVX-512 kernels ----------------------------------------------------------------------------
  * Compiled with target attributes (no -m flags needed) and chosen at run time. Each row's k loop
  * runs in one accumulator per column in the same order whatever the tile height, so a token's
@@ -900,12 +920,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_c_rows(const moe_gemm_args *g, i
     for (int32_t col = 0; col < g->nr; col += 16) _mm_prefetch((const char *)(g->c_rows[r0 + r] + col), _MM_HINT_T1);
 }
 
-static inline uint32_t moe__load_u32(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-
 #define MOE__PF_MIN_ROWS 11 /* blocks with fewer rows leave the weight stream to the hardware prefetcher */
 
 /* ---- the tile kernels ------------------------------------------------------------------------
@@ -925,17 +939,10 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
 MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_group(const uint8_t *a, int64_t i) {
   return _mm512_set1_epi32((int)moe__load_u32(a + 4 * (size_t)i));
 }
-/* The KR elements of row a at k-group i that lie in [k0, k1), broadcast; the others read as pad
- * (the byte that makes the element 0: 0 for bf16, 0x80 for u8 = q + 128). Reads only in [k0, k1). */
+/* The same for a group cut by [k0, k1) (moe__group_in), broadcast. */
 MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_range(const uint8_t *a, int64_t i, int64_t k0, int64_t k1, int kr,
                                                      size_t elt, int pad) {
-  uint8_t b[4];
-  memset(b, pad, sizeof b);
-  for (int j = 0; j < kr; j++) {
-    int64_t k = i * kr + j;
-    if (k >= k0 && k < k1) memcpy(b + (size_t)j * elt, a + (size_t)k * elt, elt);
-  }
-  return _mm512_set1_epi32((int)moe__load_u32(b));
+  return _mm512_set1_epi32((int)moe__group_in(a, i, k0, k1, kr, elt, pad));
 }
 
 MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_tail(const uint8_t *a, int64_t i, int64_t kred, size_t elt) {
@@ -5376,15 +5383,22 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(const moe_gemm_args *g, con
 
 /* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
  * panels, gemm2 over one or two panels; tiles of up to 4 rows, each over every scale group. */
+/* A call's panels (np: 1 or 2; a single, last, odd gemm2 panel serves as both panels of the two-panel
+ * tiles, its second half not stored): codes, group scales and zero points. */
+static inline MOE__INLINE void moe__lowbit_init(moe_precision p, const moe_gemm_args *g, int np, const moe__tables *tab, float *tot,
+                                                moe__lowbit *L) {
+  const size_t meta = moe__meta_offset(p, g->kpad), ng = (size_t)moe__cdiv(g->kred, g->kgroup ? g->kgroup : g->kred);
+  memset(L, 0, sizeof *L);
+  L->p = p, L->w0 = g->w, L->w1 = g->w + (size_t)(np - 1) * g->panel_bytes, L->tab = tab, L->tot = tot;
+  for (int q = 0; q < 2; q++) L->meta[q] = (q ? L->w1 : L->w0) + meta, L->zeros[q] = L->meta[q] + ng * MOE_NR * 4;
+}
+
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1, float *tot) {
   const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
-  const size_t meta = moe__meta_offset(p, g->kpad), ng = (size_t)moe__cdiv(g->kred, g->kgroup);
   moe__tables tab;
   moe__lowbit L;
   moe__tables_of(p, &tab);
-  /* a single (last, odd) gemm2 panel runs as both panels of the two-panel tiles; half is not stored */
-  L.p = p, L.w0 = g->w, L.w1 = g->w + (size_t)(np - 1) * g->panel_bytes, L.tab = &tab, L.tot = tot;
-  for (int q = 0; q < 2; q++) L.meta[q] = (q ? L.w1 : L.w0) + meta, L.zeros[q] = L.meta[q] + ng * MOE_NR * 4;
+  moe__lowbit_init(p, g, np, &tab, tot, &L);
   moe__prefetch_meta(g, &L, np);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
   memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
@@ -5742,7 +5756,6 @@ MOE__AMX_FN void moe__amx_rows(const moe_gemm_args *g, const moe__amx_plan *P, c
 /* The AMX kernel of precision p: gemm1 (gate and up panels, activation) or gemm2 (1-2 panels). */
 MOE__AMX_FN void moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1) {
   MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
-  const size_t meta = moe__meta_offset(p, g->kpad), ng = (size_t)moe__cdiv(g->kred, g->kgroup ? g->kgroup : g->kred);
   moe__tables tab;
   moe__lowbit L;
   moe__amx_plan P;
@@ -5753,9 +5766,7 @@ MOE__AMX_FN void moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm
   if (p == MOE_PREC_INT4_W4A8 && P.kg % 64) P.kt = 32;              /* groups of 32 k: tiles of 32 */
   for (int i = 0; i < P.np; i++) P.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
   moe__tables_of(p, &tab);
-  memset(&L, 0, sizeof L);
-  L.p = p, L.w0 = P.codes[0], L.w1 = P.codes[P.np - 1], L.tab = &tab, L.tot = tot;
-  for (int q = 0; q < 2; q++) L.meta[q] = (q ? g->w + (size_t)(P.np - 1) * g->panel_bytes : g->w) + meta, L.zeros[q] = L.meta[q] + ng * MOE_NR * 4;
+  moe__lowbit_init(p, g, P.np, &tab, tot, &L);
   memset(tot, 0, sizeof tot);
   moe__amx_config((int)(P.a8 ? P.kt : 64), (int)(P.kt / P.kr));
   for (int32_t r0 = 0; r0 < g->mr; r0 += 16) moe__amx_rows(g, &P, &L, r0, tot);
@@ -5892,27 +5903,17 @@ MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gem
 #define MOE__ALIGN64 __attribute__((aligned(64)))
 #endif
 
-/* The group of KR elements of row a at k-group i, elements past kred read as pad: as one dword. */
-static inline uint32_t moe__group_u32(const uint8_t *a, int64_t i, int64_t kred, int kr, size_t elt, int pad) {
-  uint8_t b[4];
-  uint32_t v;
-  if ((i + 1) * kr <= kred) return memcpy(&v, a + 4 * (size_t)i, 4), v;
-  memset(b, pad, sizeof b);
-  for (int j = 0; j < kr; j++)
-    if (i * kr + j < kred) memcpy(b + (size_t)j * elt, a + (size_t)(i * kr + j) * elt, elt);
-  return memcpy(&v, b, 4), v;
-}
-
 /* The tiles: R rows x 16 columns (half h of a panel: its lines' bytes 64h..64h+63, two ymm), one
  * function per R through always_inline with a constant R. BF16: R <= 4 (8 accumulators, 4 widened
  * weight vectors, a pair of row values); INT8: R <= 6 with vpdpbusd, R <= 4 with vpmaddubsw. */
 #define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
 #define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX2 ",avxvnni"), always_inline)) static inline
 
-MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, const uint8_t *codes, int h0, const int NH, int32_t r0,
-                                          const int R, float *t) {
+MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *codes, int h0, const int NH, int32_t r0,
+                                          const int R, float *t) { /* BF16 panels have no header: codes = panel */
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
   const int64_t pairs = (g->kred + 1) / 2;
+  (void)p;
   __m256 acc[4][4];
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_ps();
@@ -5923,7 +5924,7 @@ MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, const uint8_t 
       const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), wo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi));
       const __m256 we1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), wo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi));
       for (int r = 0; r < R; r++) {
-        const __m256i d = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 2, 2, 0));
+        const __m256i d = _mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 2, 2, 0));
         const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
         acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));
         acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));
@@ -5944,9 +5945,9 @@ MOE__AVX2_INLINE void moe__qc8_dequant_avx2(const moe_gemm_args *g, const uint8_
     _mm256_store_ps(t + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(g->a_scale[r])), col_scale));
   }
 }
-MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, const uint8_t *panel, int h0, const int NH, int32_t r0,
+MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,
                                          const int R, float *t) {
-  const uint8_t *codes = panel + moe__codes_offset(MOE_PREC_INT8);
+  const uint8_t *codes = panel + moe__codes_offset(p);
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
   const int64_t quads = (g->kred + 3) / 4;
   __m256i acc[4][4];
@@ -5958,7 +5959,7 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, const uint8_t *
       const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
       const __m256i aw0 = _mm256_abs_epi8(w0), aw1 = _mm256_abs_epi8(w1);
       for (int r = 0; r < R; r++) {
-        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 4, 1, 0x80)), flip);
+        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80)), flip);
         acc[r][2 * hh] = _mm256_add_epi32(acc[r][2 * hh], _mm256_madd_epi16(_mm256_maddubs_epi16(aw0, _mm256_sign_epi8(a, w0)), ones));
         acc[r][2 * hh + 1] = _mm256_add_epi32(acc[r][2 * hh + 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(a, w1)), ones));
       }
@@ -5966,9 +5967,9 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, const uint8_t *
   for (int r = 0; r < R; r++)
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 0, t + 64 * r);
 }
-MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, const uint8_t *panel, int h0, const int NH, int32_t r0,
+MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,
                                                const int R, float *t) {
-  const uint8_t *codes = panel + moe__codes_offset(MOE_PREC_INT8);
+  const uint8_t *codes = panel + moe__codes_offset(p);
   const int64_t quads = (g->kred + 3) / 4;
   __m256i acc[6][4];
   for (int r = 0; r < R; r++)
@@ -5978,7 +5979,7 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, const uin
       const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);
       const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
       for (int r = 0; r < R; r++) {
-        const __m256i a = _mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, g->kred, 4, 1, 0x80));
+        const __m256i a = _mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80));
         acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);
         acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);
       }
@@ -5987,43 +5988,6 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, const uin
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 1, t + 64 * r);
 }
 
-/* A call: every panel (gemm1: gate then up; gemm2: one or two) into f32 totals, then the epilogue.
- * Up to 2 rows (decode) run both halves of a line pair in one pass (R x 32 columns), so the weights
- * stream once in order; more rows run each half on its own, rows in tiles of at most MAXR with
- * balanced heights (R x 16 columns: more rows per weight load). */
-#define MOE__AVX2_GEMM(attr, name, tile, MAXR, offset)                                                              \
-  attr void name(const moe_gemm_args *g, int gemm1) {                                                              \
-    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                      \
-    const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                \
-    const int32_t tiles = (g->mr + MAXR - 1) / MAXR;                                                               \
-    for (int i = 0; i < np; i++) {                                                                                 \
-      const uint8_t *w = g->w + (size_t)i * g->panel_bytes + (offset);                                            \
-      float *t = tot + 32 * i;                                                                                     \
-      if (g->mr <= 2) {                                                                                            \
-        if (g->mr == 1) tile(g, w, 0, 2, 0, 1, t);                                                                 \
-        else tile(g, w, 0, 2, 0, 2, t);                                                                            \
-        continue;                                                                                                  \
-      }                                                                                                            \
-      for (int h = 0; h < 2; h++)                                                                                  \
-        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                           \
-          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                               \
-          switch (rows) {                                                                                          \
-          case 1: tile(g, w, h, 1, r0, 1, t + 64 * r0); break;                                                     \
-          case 2: tile(g, w, h, 1, r0, 2, t + 64 * r0); break;                                                     \
-          case 3: tile(g, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0); break;                                   \
-          case 4: tile(g, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0); break;                                   \
-          case 5: tile(g, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0); break;                                   \
-          default: tile(g, w, h, 1, r0, MAXR, t + 64 * r0); break;                                                 \
-          }                                                                                                        \
-          r0 += rows;                                                                                              \
-        }                                                                                                          \
-    }                                                                                                              \
-    moe__store_avx2(g, tot, gemm1);                                                                                \
-  }
-MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4, moe__codes_offset(MOE_PREC_BF16))
-MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4, 0)
-MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6, 0)
-#undef MOE__AVX2_GEMM
 
 /* ---- the low-bit precisions on AVX2 -------------------------------------------------------------
  * Decoded in registers, 8 columns at a time, into f32 (FP8, INT4-W4A16, MXFP4: the even and odd
@@ -6082,16 +6046,6 @@ MOE__AVX2_INLINE void moe__lb_pair_avx2(moe_precision p, const uint8_t *codes, i
   }
 }
 
-/* The pair i of row a with the elements outside [k0, k1) as 0 (a pair can straddle FP8 blocks). */
-static inline uint32_t moe__pair_in(const uint8_t *a, int64_t i, int64_t k0, int64_t k1) {
-  uint16_t e[2] = {0, 0};
-  uint32_t v;
-  for (int j = 0; j < 2; j++)
-    if (2 * i + j >= k0 && 2 * i + j < k1) memcpy(&e[j], a + 2 * (size_t)(2 * i + j), 2);
-  memcpy(&v, e, 4);
-  return v;
-}
-
 /* FP8, INT4-W4A16, MXFP4: rows r0..r0+R-1, column blocks 8q for the halves h0..h0+NH-1, into t. */
 MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH,
                                           int32_t r0, const int R, float *t) {
@@ -6113,7 +6067,7 @@ MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision 
         moe__lb_pair_avx2(p, codes, i, 2 * h0 + v, zq[v], &we, &wo);
         for (int r = 0; r < R; r++) {
           const uint8_t *a = (const uint8_t *)g->a[r0 + r];
-          const __m256i d = _mm256_set1_epi32((int)(2 * i >= k0 && 2 * i + 2 <= k1 ? moe__group_u32(a, i, g->kred, 2, 2, 0) : moe__pair_in(a, i, k0, k1)));
+          const __m256i d = _mm256_set1_epi32((int)moe__group_in(a, i, k0, k1, 2, 2, 0));
           const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
           acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));
         }
@@ -6126,6 +6080,18 @@ MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision 
       }
     }
   }
+}
+
+/* sum_k (a[k] - 128) over n bytes, as moe__sum_s8 */
+MOE__AVX2 int32_t moe__sum_s8_avx2(const uint8_t *a, int64_t n) {
+  __m256i acc = _mm256_setzero_si256();
+  int64_t i = 0, s;
+  int64_t lanes[4];
+  for (; i + 32 <= n; i += 32) acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_loadu_si256((const __m256i *)(const void *)(a + i)), _mm256_setzero_si256()));
+  _mm256_storeu_si256((__m256i *)(void *)lanes, acc);
+  s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; i++) s += a[i];
+  return (int32_t)(s - 128 * n);
 }
 
 /* VEX vpdpbusd (AVX-VNNI): u8 x s8 quads into int32 */
@@ -6144,10 +6110,7 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
       __m256i acc[MOE__Q4_MAXR][4];                                                                                \
       int32_t asum[MOE__Q4_MAXR];                                                                                  \
       for (int r = 0; r < R; r++) {                                                                                \
-        const uint8_t *a = (const uint8_t *)g->a[r0 + r] + k0;                                                     \
-        int32_t s = 0;                                                                                             \
-        for (int64_t k = 0; k < k1 - k0; k++) s += (int32_t)a[k] - 128;                                            \
-        asum[r] = s;                                                                                               \
+        asum[r] = moe__sum_s8_avx2((const uint8_t *)g->a[r0 + r] + k0, k1 - k0);                                   \
         for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                       \
       }                                                                                                            \
       for (int64_t i = k0 / 4; 4 * i < k1; i++)                                                                    \
@@ -6156,7 +6119,7 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
           const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1))); \
           const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                           \
           for (int r = 0; r < R; r++) {                                                                             \
-            const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_u32((const uint8_t *)g->a[r0 + r], i, k1, 4, 1, 0x80)), flip); \
+            const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, k0, k1, 4, 1, 0x80)), flip); \
             acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                    \
                              : _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), ones));    \
           }                                                                                                        \
@@ -6178,9 +6141,12 @@ MOE__Q4_TILE(MOE__AVX2_INLINE, moe__q4_tile_avx2, 0)
 MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, 1)
 #undef MOE__Q4_TILE
 
-/* A low-bit call: as MOE__AVX2_GEMM, the tiles adding group by group into zeroed totals; W4A8 then
- * times the row scale (the AVX-512 kernels' order). */
-#define MOE__AVX2_LB_GEMM(attr, name, tile, MAXR)                                                                   \
+/* A call: every panel (gemm1: gate then up; gemm2: one or two) into zeroed f32 totals, then the
+ * epilogue. Up to 2 rows (decode) run both halves of a line pair in one pass (R x 32 columns), so the
+ * weights stream once in order; more rows run each half on its own, rows in tiles of at most MAXR
+ * with balanced heights (R x 16 columns: more rows per weight load). W4A8's totals then take the
+ * row scale (the AVX-512 kernels' order; INT8's tiles apply it themselves). */
+#define MOE__AVX2_GEMM(attr, name, tile, MAXR)                                                                   \
   attr void name(moe_precision p, const moe_gemm_args *g, int gemm1) {                                             \
     MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                      \
     const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                \
@@ -6208,16 +6174,19 @@ MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, 1)
           r0 += rows;                                                                                              \
         }                                                                                                          \
     }                                                                                                              \
-    if (moe__is_a8(p))                                                                                             \
+    if (p == MOE_PREC_INT4_W4A8)                                                                                   \
       for (int32_t r = 0; r < g->mr; r++)                                                                          \
         for (int c = 0; c < 64; c += 8)                                                                            \
           _mm256_store_ps(tot + 64 * r + c, _mm256_mul_ps(_mm256_load_ps(tot + 64 * r + c), _mm256_set1_ps(g->a_scale[r]))); \
     moe__store_avx2(g, tot, gemm1);                                                                                \
   }
-MOE__AVX2_LB_GEMM(MOE__AVX2, moe__lb16_gemm_avx2, moe__lb16_tile_avx2, 4)
-MOE__AVX2_LB_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
-MOE__AVX2_LB_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 6)
-#undef MOE__AVX2_LB_GEMM
+MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6)
+MOE__AVX2_GEMM(MOE__AVX2, moe__lb16_gemm_avx2, moe__lb16_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 6)
+#undef MOE__AVX2_GEMM
 
 #define MOE__AVX2_LB_UKERNELS(attr, fam, kr, sfx, prec, gemm)                                                       \
   attr void moe_##fam##_gemm1_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 1); }           \
@@ -6231,12 +6200,12 @@ MOE__AVXVNNI void moe_qu8_qc4w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args
 MOE__AVXVNNI void moe_qu8_qc4w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 0); }
 
 /* The kernels of the list (tile rows x columns of one pass: 4x16, VNNI 6x16). */
-MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 1); }
-MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(g, 0); }
-MOE__AVX2 void moe_qu8_qc8w_gemm1_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 1); }
-MOE__AVX2 void moe_qu8_qc8w_gemm2_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(g, 0); }
-MOE__AVXVNNI void moe_qu8_qc8w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 1); }
-MOE__AVXVNNI void moe_qu8_qc8w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(g, 0); }
+MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(MOE_PREC_BF16, g, 1); }
+MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(MOE_PREC_BF16, g, 0); }
+MOE__AVX2 void moe_qu8_qc8w_gemm1_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(MOE_PREC_INT8, g, 1); }
+MOE__AVX2 void moe_qu8_qc8w_gemm2_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(MOE_PREC_INT8, g, 0); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(MOE_PREC_INT8, g, 1); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(MOE_PREC_INT8, g, 0); }
 
 /* ---- row operations on AVX2 (the same bits as the scalar ones) ---------------------------------- */
 MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q) {

@@ -476,6 +476,14 @@ def _int4_precision(precision):
     return p
 
 
+def _int4_plain(E, N, K, ng13, ng2):
+    """The plain int4 arrays an importer fills: codes, scales and zero points of W13 and W2."""
+    w13, w2 = np.zeros((E, 2 * N, _cdiv(K, 2)), np.uint8), np.zeros((E, K, _cdiv(N, 2)), np.uint8)
+    s13, z13 = np.zeros((E, 2 * N, ng13), np.float32), np.zeros((E, 2 * N, ng13), np.uint8)
+    s2, z2 = np.zeros((E, K, ng2), np.float32), np.zeros((E, K, ng2), np.uint8)
+    return w13, s13, z13, w2, s2, z2
+
+
 def import_awq(gate, up, down, group, precision="int4-w4a16"):
     """AutoAWQ GEMM checkpoints: each projection a tuple (qweight int32 [E, in, out/8], qzeros int32
     [E, in/group, out/8], scales f16 [E, in/group, out]) in AWQ's nibble order; gate and up have
@@ -502,9 +510,7 @@ def import_awq(gate, up, down, group, precision="int4-w4a16"):
         ng13, ng2 = K // group, N // group
     else:
         ng13 = ng2 = 1
-    w13, w2 = np.zeros((E, 2 * N, _cdiv(K, 2)), np.uint8), np.zeros((E, K, _cdiv(N, 2)), np.uint8)
-    s13, z13 = np.zeros((E, 2 * N, ng13), np.float32), np.zeros((E, 2 * N, ng13), np.uint8)
-    s2, z2 = np.zeros((E, K, ng2), np.float32), np.zeros((E, K, ng2), np.uint8)
+    w13, s13, z13, w2, s2, z2 = _int4_plain(E, N, K, ng13, ng2)
     for e in range(E):
         for j, (rows, cols) in enumerate(dims):
             q, s, z, dst_rows, row0 = (w13, s13, z13, 2 * N, N * j) if j < 2 else (w2, s2, z2, K, 0)
@@ -556,9 +562,7 @@ def import_gptq(gate, up, down, group, bits=4, precision="int4-w4a16"):
         ng13, ng2 = _cdiv(K, group), _cdiv(N, group)
     else:
         ng13 = ng2 = 1
-    w13, w2 = np.zeros((E, 2 * N, _cdiv(K, 2)), np.uint8), np.zeros((E, K, _cdiv(N, 2)), np.uint8)
-    s13, z13 = np.zeros((E, 2 * N, ng13), np.float32), np.zeros((E, 2 * N, ng13), np.uint8)
-    s2, z2 = np.zeros((E, K, ng2), np.float32), np.zeros((E, K, ng2), np.uint8)
+    w13, s13, z13, w2, s2, z2 = _int4_plain(E, N, K, ng13, ng2)
     for e in range(E):
         for j, (rows, cols) in enumerate(dims):
             q, s, z, dst_rows, row0 = (w13, s13, z13, 2 * N, N * j) if j < 2 else (w2, s2, z2, K, 0)
