@@ -795,6 +795,9 @@ static inline uint32_t moe__load_u32(const uint8_t *p) {
   memcpy(&v, p, 4);
   return v;
 }
+/* v limited to [lo, hi] */
+static inline int64_t moe__clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
 /* The KR elements (elt bytes each) of row a at k-group i as one dword, those outside [k0, k1) read
  * as pad (the byte that makes the element 0: 0 for bf16, 0x80 for u8 = q + 128). Reads only in
  * [k0, k1). */
@@ -5912,6 +5915,17 @@ MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gem
 #define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
 #define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX2 ",avxvnni"), always_inline)) static inline
 
+/* The k steps i of [lo, hi) whose kr elements all lie in [k0, k1): [*in0, *in1). The tiles run
+ * STEP(0) there (a row's step is one dword load) and STEP(1) at the edges (moe__group_in masks it):
+ * the masking's compare and branch per row and step cost the tiles up to half their speed. */
+static inline void moe__interior(int64_t k0, int64_t k1, int kr, int64_t lo, int64_t hi, int64_t *in0, int64_t *in1) {
+  *in0 = moe__clamp64((k0 + kr - 1) / kr, lo, hi);
+  *in1 = moe__clamp64(k1 / kr, *in0, hi);
+}
+#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, STEP)                                                                     for (i = lo; i < in0; i++) STEP(1)                                                                                   for (; i < in1; i++) STEP(0)                                                                                         for (; i < hi; i++) STEP(1)
+/* a row's k step i as a dword: KR elements of ELT bytes, masked to [k0, k1) at the edges */
+#define MOE__A_STEP(a, i, k0, k1, kr, elt, pad, edge) ((edge) ? moe__group_in(a, i, k0, k1, kr, elt, pad) : moe__load_u32((a) + 4 * (size_t)(i)))
+
 MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *codes, int h0, const int NH, int32_t r0,
                                           const int R, float *t) { /* BF16 panels have no header: codes = panel */
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
@@ -5920,19 +5934,23 @@ MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision 
   __m256 acc[4][4];
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < pairs; i++)
-    for (int hh = 0; hh < NH; hh++) {
-      const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);
-      const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
-      const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), wo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi));
-      const __m256 we1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), wo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi));
-      for (int r = 0; r < R; r++) {
-        const __m256i d = _mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 2, 2, 0));
-        const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
-        acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));
-        acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));
-      }
-    }
+  int64_t i, in0, in1;
+  moe__interior(0, g->kred, 2, 0, pairs, &in0, &in1);
+#define MOE__BF16_STEP(edge)                                                                                          \
+  for (int hh = 0; hh < NH; hh++) {                                                                                   \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                          \
+    const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
+    const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), wo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi)); \
+    const __m256 we1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), wo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi)); \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 2, 2, 0, edge)); \
+      const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
+      acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));                          \
+      acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));                  \
+    }                                                                                                                 \
+  }
+  MOE__SPLIT_LOOP(i, 0, in0, in1, pairs, MOE__BF16_STEP)
+#undef MOE__BF16_STEP
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) _mm256_store_ps(t + 64 * r + 16 * h0 + 8 * v, acc[r][v]);
 }
@@ -5956,17 +5974,21 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p
   __m256i acc[4][4];
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
-  for (int64_t i = 0; i < quads; i++)
-    for (int hh = 0; hh < NH; hh++) {
-      const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);
-      const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
-      const __m256i aw0 = _mm256_abs_epi8(w0), aw1 = _mm256_abs_epi8(w1);
-      for (int r = 0; r < R; r++) {
-        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80)), flip);
-        acc[r][2 * hh] = _mm256_add_epi32(acc[r][2 * hh], _mm256_madd_epi16(_mm256_maddubs_epi16(aw0, _mm256_sign_epi8(a, w0)), ones));
-        acc[r][2 * hh + 1] = _mm256_add_epi32(acc[r][2 * hh + 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(a, w1)), ones));
-      }
-    }
+  int64_t i, in0, in1;
+  moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
+#define MOE__QC8_STEP(edge)                                                                                           \
+  for (int hh = 0; hh < NH; hh++) {                                                                                   \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                          \
+    const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
+    const __m256i aw0 = _mm256_abs_epi8(w0), aw1 = _mm256_abs_epi8(w1);                                               \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80, edge)), flip); \
+      acc[r][2 * hh] = _mm256_add_epi32(acc[r][2 * hh], _mm256_madd_epi16(_mm256_maddubs_epi16(aw0, _mm256_sign_epi8(a, w0)), ones)); \
+      acc[r][2 * hh + 1] = _mm256_add_epi32(acc[r][2 * hh + 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(a, w1)), ones)); \
+    }                                                                                                                 \
+  }
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, MOE__QC8_STEP)
+#undef MOE__QC8_STEP
   for (int r = 0; r < R; r++)
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 0, t + 64 * r);
 }
@@ -5977,16 +5999,20 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_preci
   __m256i acc[6][4];
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
-  for (int64_t i = 0; i < quads; i++)
-    for (int hh = 0; hh < NH; hh++) {
-      const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);
-      const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32));
-      for (int r = 0; r < R; r++) {
-        const __m256i a = _mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80));
-        acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);
-        acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);
-      }
-    }
+  int64_t i, in0, in1;
+  moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
+#define MOE__VNNI_STEP(edge)                                                                                          \
+  for (int hh = 0; hh < NH; hh++) {                                                                                   \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                          \
+    const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i a = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80, edge)); \
+      acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);                                              \
+      acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);                                      \
+    }                                                                                                                 \
+  }
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, MOE__VNNI_STEP)
+#undef MOE__VNNI_STEP
   for (int r = 0; r < R; r++)
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 1, t + 64 * r);
 }
@@ -6064,17 +6090,20 @@ MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision 
                                       : _mm256_setzero_si256();
       for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
     }
-    for (int64_t i = k0 / 2; 2 * i < k1; i++)
-      for (int v = 0; v < 2 * NH; v++) {
-        __m256 we, wo;
-        moe__lb_pair_avx2(p, codes, i, 2 * h0 + v, zq[v], &we, &wo);
-        for (int r = 0; r < R; r++) {
-          const uint8_t *a = (const uint8_t *)g->a[r0 + r];
-          const __m256i d = _mm256_set1_epi32((int)moe__group_in(a, i, k0, k1, 2, 2, 0));
-          const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi));
-          acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));
-        }
-      }
+    int64_t i, in0, in1;
+    moe__interior(k0, k1, 2, k0 / 2, (k1 + 1) / 2, &in0, &in1);
+#define MOE__LB16_STEP(edge)                                                                                          \
+    for (int v = 0; v < 2 * NH; v++) {                                                                                \
+      __m256 we, wo;                                                                                                  \
+      moe__lb_pair_avx2(p, codes, i, 2 * h0 + v, zq[v], &we, &wo);                                                    \
+      for (int r = 0; r < R; r++) {                                                                                   \
+        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, k0, k1, 2, 2, 0, edge)); \
+        const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
+        acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));                                     \
+      }                                                                                                               \
+    }
+    MOE__SPLIT_LOOP(i, k0 / 2, in0, in1, (k1 + 1) / 2, MOE__LB16_STEP)
+#undef MOE__LB16_STEP
     for (int v = 0; v < 2 * NH; v++) {
       const __m256 s = moe__lb_scale_avx2(p, meta, gi, 16 * h0 + 8 * v);
       for (int r = 0; r < R; r++) {
@@ -6102,10 +6131,29 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
 
 /* W4A8: codes (0..15) x (a - 128), exact int32 group sums; VNNI: vpdpbusd, else vpmaddubsw (codes
  * unsigned, |a - 128| <= 127: pair sums <= 2 * 15 * 127, no saturation) + vpmaddwd. */
-#define MOE__Q4_TILE(attr, name, vnni)                                                                               \
-  attr void name(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,   \
-                 const int R, float *t) {                                                                           \
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80), m4 = _mm256_set1_epi8(15);     \
+/* One k quad i of a W4A8 tile: codes x (a - 128) into acc[r][v] (v: the 8-column blocks of halves h0..). */
+#define MOE__Q4_STEP(attr, name, vnni)                                                                                \
+  attr void name(const moe_gemm_args *g, const uint8_t *panel, int64_t i, int64_t k0, int64_t k1, int h0, const int NH,\
+                 int32_t r0, const int R, const int edge, __m256i (*acc)[4]) {                                        \
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80), m4 = _mm256_set1_epi8(15);        \
+    for (int v = 0; v < 2 * NH; v++) { /* half h: low (h = 0) or high nibbles; v & 1: bytes 32.. */                   \
+      const int h = h0 + v / 2;                                                                                       \
+      const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1)));\
+      const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                                  \
+      for (int r = 0; r < R; r++) {                                                                                   \
+        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, k0, k1, 4, 1, 0x80, edge)), flip);\
+        acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                           \
+                         : _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), ones));          \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }
+MOE__Q4_STEP(MOE__AVX2_INLINE, moe__q4_step_avx2, 0)
+MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
+#undef MOE__Q4_STEP
+
+#define MOE__Q4_TILE(attr, name, step)                                                                                \
+  attr void name(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,     \
+                 const int R, float *t) {                                                                             \
     const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);                                                     \
     const int64_t ng = moe__cdiv(g->kred, g->kgroup);                                                               \
     for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {                                            \
@@ -6116,17 +6164,11 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
         asum[r] = moe__sum_s8_avx2((const uint8_t *)g->a[r0 + r] + k0, k1 - k0);                                   \
         for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                       \
       }                                                                                                            \
-      for (int64_t i = k0 / 4; 4 * i < k1; i++)                                                                    \
-        for (int v = 0; v < 2 * NH; v++) { /* half h: low (h = 0) or high nibbles; v & 1: bytes 32.. */           \
-          const int h = h0 + v / 2;                                                                                \
-          const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1))); \
-          const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                           \
-          for (int r = 0; r < R; r++) {                                                                             \
-            const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)moe__group_in((const uint8_t *)g->a[r0 + r], i, k0, k1, 4, 1, 0x80)), flip); \
-            acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                    \
-                             : _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), ones));    \
-          }                                                                                                        \
-        }                                                                                                          \
+      int64_t i, in0, in1;                                                                                            \
+      moe__interior(k0, k1, 4, k0 / 4, (k1 + 3) / 4, &in0, &in1);                                                     \
+      for (i = k0 / 4; i < in0; i++) step(g, panel, i, k0, k1, h0, NH, r0, R, 1, acc);                                \
+      for (; i < in1; i++) step(g, panel, i, k0, k1, h0, NH, r0, R, 0, acc);                                          \
+      for (; i < (k1 + 3) / 4; i++) step(g, panel, i, k0, k1, h0, NH, r0, R, 1, acc);                                 \
       for (int v = 0; v < 2 * NH; v++) {                                                                           \
         const int col0 = 16 * h0 + 8 * v;                                                                          \
         const __m256 s = moe__lb_scale_avx2(p, meta, gi, col0);                                                    \
@@ -6140,8 +6182,8 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
     }                                                                                                              \
   }
 #define MOE__Q4_MAXR 6
-MOE__Q4_TILE(MOE__AVX2_INLINE, moe__q4_tile_avx2, 0)
-MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, 1)
+MOE__Q4_TILE(MOE__AVX2_INLINE, moe__q4_tile_avx2, moe__q4_step_avx2)
+MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, moe__q4_step_avxvnni)
 #undef MOE__Q4_TILE
 
 /* A call: every panel (gemm1: gate then up; gemm2: one or two) into zeroed f32 totals, then the
@@ -6186,10 +6228,100 @@ MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, 1)
 MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6)
-MOE__AVX2_GEMM(MOE__AVX2, moe__lb16_gemm_avx2, moe__lb16_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVX2, moe__lb16_regs_gemm_avx2, moe__lb16_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 6)
 #undef MOE__AVX2_GEMM
+
+/* FP8, INT4-W4A16, MXFP4 with 3+ rows: each chunk of a group is decoded once into f32 for the
+ * panel's 32 columns and every row tile reads it, so the decode (10-30 vector ops per 16 weights
+ * without byte permutes) is paid once per call, not once per tile. The same sums in the same order
+ * as the register tiles (bitwise equal): a group's sums run in part[], then tot = fma(part, s, tot).
+ *   dec[pair - i0][q][we 0..7 | wo 0..7]     q: the 8-column blocks of the panel */
+#define MOE__LB_CHUNK 64 /* pairs per decoded chunk: 16 KB of f32 */
+
+MOE__AVX2_INLINE void moe__lb16_decode_avx2(moe_precision p, const uint8_t *codes, int64_t i0, int64_t i1, const __m256i *zq, float *dec) {
+  for (int64_t i = i0; i < i1; i++)
+    for (int q = 0; q < 4; q++) {
+      __m256 we, wo;
+      moe__lb_pair_avx2(p, codes, i, q, zq[q], &we, &wo);
+      _mm256_store_ps(dec + 64 * (i - i0) + 16 * q, we);
+      _mm256_store_ps(dec + 64 * (i - i0) + 16 * q + 8, wo);
+    }
+}
+
+/* Rows r0..r0+R-1 x the 16 columns of half h over the decoded pairs i0..i1-1 of group [k0, k1). */
+MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, const float *dec, int64_t i0, int64_t i1, int64_t k0, int64_t k1,
+                                              int h, int32_t r0, const int R, float *part) {
+  const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+  int64_t i, in0, in1;
+  __m256 acc[4][2];
+  moe__interior(k0, k1, 2, i0, i1, &in0, &in1);
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2; v++) acc[r][v] = _mm256_load_ps(part + 32 * r + 16 * h + 8 * v);
+#define MOE__DEC_STEP(edge)                                                                                           \
+  {                                                                                                                   \
+    const float *w = dec + 64 * (i - i0) + 32 * h;                                                                    \
+    const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16), wo1 = _mm256_load_ps(w + 24); \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, k0, k1, 2, 2, 0, edge)); \
+      const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
+      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                     \
+      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                     \
+    }                                                                                                                 \
+  }
+  MOE__SPLIT_LOOP(i, i0, in0, in1, i1, MOE__DEC_STEP)
+#undef MOE__DEC_STEP
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2; v++) _mm256_store_ps(part + 32 * r + 16 * h + 8 * v, acc[r][v]);
+}
+
+MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int gemm1) {
+  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64], part[MOE_BLOCK_M * 32], dec[MOE__LB_CHUNK * 64];
+  const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  const int32_t tiles = (g->mr + 3) / 4;
+  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  if (g->mr <= 2) { /* decode: the weights stream once, decoded in registers */
+    moe__lb16_regs_gemm_avx2(p, g, gemm1);
+    return;
+  }
+  memset(tot, 0, sizeof tot);
+  for (int pi = 0; pi < np; pi++) {
+    const uint8_t *codes = g->w + (size_t)pi * g->panel_bytes, *meta = codes + moe__meta_offset(p, g->kpad);
+    for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+      const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred, pairs_end = (k1 + 1) / 2;
+      __m256i zq[4];
+      for (int q = 0; q < 4; q++)
+        zq[q] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 8 * (size_t)q)))
+                                         : _mm256_setzero_si256();
+      memset(part, 0, sizeof(float) * 32 * (size_t)g->mr);
+      for (int64_t i0 = k0 / 2; i0 < pairs_end; i0 += MOE__LB_CHUNK) {
+        const int64_t i1 = i0 + MOE__LB_CHUNK < pairs_end ? i0 + MOE__LB_CHUNK : pairs_end;
+        moe__lb16_decode_avx2(p, codes, i0, i1, zq, dec);
+        for (int h = 0; h < 2; h++)
+          for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {
+            const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);
+            float *pr = part + 32 * r0;
+            switch (rows) {
+            case 1: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 1, pr); break;
+            case 2: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 2, pr); break;
+            case 3: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 3, pr); break;
+            default: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 4, pr); break;
+            }
+            r0 += rows;
+          }
+      }
+      for (int q = 0; q < 4; q++) {
+        const __m256 s = moe__lb_scale_avx2(p, meta, gi, 8 * q);
+        for (int32_t r = 0; r < g->mr; r++) {
+          float *o = tot + 64 * r + 32 * pi + 8 * q;
+          _mm256_store_ps(o, _mm256_fmadd_ps(_mm256_load_ps(part + 32 * r + 8 * q), s, _mm256_load_ps(o)));
+        }
+      }
+    }
+  }
+  moe__store_avx2(g, tot, gemm1);
+}
 
 #define MOE__AVX2_LB_UKERNELS(attr, fam, kr, sfx, prec, gemm)                                                       \
   attr void moe_##fam##_gemm1_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 1); }           \
