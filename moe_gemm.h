@@ -6024,8 +6024,9 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_preci
  * operand being a - 128), group by group: a group's sums start at zero and at its end
  *   tot[r][c] = fma(sum, scale[c], tot[r][c])          (W4A8: sum - zero[c] * sum_k (a - 128) first)
  * as the AVX-512 kernels do, so W4A8 keeps the bits of the other tiers. Decoding without byte or
- * word permutes: e4m3 by its bit fields (normals shifted into f32, the 7 subnormals as m * 2^-9,
- * 0x7F NaN); e2m1 through vpermps over its 8 magnitudes and the sign bit; int4 as q - zero. */
+ * word permutes: e4m3 as fp16 with its fields shifted in place (subnormals included; S.1111.111 made
+ * an fp16 NaN) and vcvtph2ps; e2m1 through vpermps over its 8 magnitudes and the sign bit; int4 as
+ * q - zero. */
 
 /* f32 scale of 8 columns (col0..col0+7) of group gi: f32 meta, or e8m0 (0: 2^-127, 255: NaN). */
 MOE__AVX2 __m256 moe__lb_scale_avx2(moe_precision p, const uint8_t *meta, int64_t gi, int col0) {
@@ -6040,25 +6041,20 @@ MOE__AVX2 __m256 moe__lb_scale_avx2(moe_precision p, const uint8_t *meta, int64_
   return _mm256_loadu_ps((const float *)(const void *)(meta + 4 * cell));
 }
 
-/* e4m3 codes (int32 lanes) -> f32, exact for all 256 codes. */
-MOE__AVX2 __m256 moe__e4m3_f32_avx2(__m256i x) {
-  const __m256i m7 = _mm256_and_si256(x, _mm256_set1_epi32(0x7F));
-  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(m7, 20), _mm256_set1_epi32(120 << 23));
-  const __m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(m7), _mm256_set1_ps(1.0f / 512)); /* e = 0: m * 2^-9 */
-  __m256 f = _mm256_blendv_ps(_mm256_castsi256_ps(normal), sub, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(8), m7)));
-  f = _mm256_blendv_ps(f, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), _mm256_castsi256_ps(_mm256_cmpeq_epi32(m7, _mm256_set1_epi32(0x7F))));
-  return _mm256_or_ps(f, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x80)), 24)));
-}
-
 /* The even and odd element of pair i for the 8 columns 8q..8q+7 of a panel, as f32 (before the
- * group scale; int4: q - zero with the group's zero points zq). */
+ * group scale; int4: q - zero with the group's zero points zq; fp8: the value x 2^-8, see below). */
 MOE__AVX2_INLINE void moe__lb_pair_avx2(moe_precision p, const uint8_t *codes, int64_t i, int q, __m256i zq, __m256 *we, __m256 *wo) {
   if (p == MOE_PREC_FP8) { /* layout (b): 8-byte runs of 4 columns x (k0, k1) */
     const uint8_t *line = codes + 64 * (size_t)i + 32 * (size_t)(q & 1) + 8 * (size_t)(q >> 1);
     __m128i x = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)line), _mm_loadl_epi64((const __m128i *)(const void *)(line + 16)));
     x = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-    *we = moe__e4m3_f32_avx2(_mm256_cvtepu8_epi32(x));
-    *wo = moe__e4m3_f32_avx2(_mm256_cvtepu8_epi32(_mm_srli_si128(x, 8)));
+    { /* as fp16, e4m3's fields shifted in place: the value x 2^-8 (normals and subnormals), S.1111.111 NaN */
+      const __m256i u = _mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8), m = _mm256_set1_epi16(0x7F00);
+      __m256i h = _mm256_and_si256(_mm256_srai_epi16(u, 1), _mm256_set1_epi16((short)0xBF80));
+      h = _mm256_or_si256(h, _mm256_cmpeq_epi16(_mm256_and_si256(u, m), m));
+      *we = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+      *wo = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+    }
     return;
   }
   { /* layout (c): dword c holds column c's two words (e = 0, 1), nibble j = pair j of the 8 k */
@@ -6074,6 +6070,11 @@ MOE__AVX2_INLINE void moe__lb_pair_avx2(moe_precision p, const uint8_t *codes, i
     }
   }
 }
+
+/* A group's sums in units of the weights: FP8 decodes through fp16 as value x 2^-8 (vcvtph2ps: a
+ * third of the ops of the bit-field decode), so its sums are scaled back, exactly (a power of two;
+ * the same bits as decoding the value itself unless a product falls below 2^-118). */
+MOE__AVX2_INLINE __m256 moe__lb_unit_avx2(moe_precision p, __m256 sum) { return p == MOE_PREC_FP8 ? _mm256_mul_ps(sum, _mm256_set1_ps(256.0f)) : sum; }
 
 /* FP8, INT4-W4A16, MXFP4: rows r0..r0+R-1, column blocks 8q for the halves h0..h0+NH-1, into t. */
 MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH,
@@ -6108,7 +6109,7 @@ MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision 
       const __m256 s = moe__lb_scale_avx2(p, meta, gi, 16 * h0 + 8 * v);
       for (int r = 0; r < R; r++) {
         float *o = t + 64 * r + 16 * h0 + 8 * v;
-        _mm256_store_ps(o, _mm256_fmadd_ps(acc[r][v], s, _mm256_load_ps(o)));
+        _mm256_store_ps(o, _mm256_fmadd_ps(moe__lb_unit_avx2(p, acc[r][v]), s, _mm256_load_ps(o)));
       }
     }
   }
@@ -6315,7 +6316,7 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
         const __m256 s = moe__lb_scale_avx2(p, meta, gi, 8 * q);
         for (int32_t r = 0; r < g->mr; r++) {
           float *o = tot + 64 * r + 32 * pi + 8 * q;
-          _mm256_store_ps(o, _mm256_fmadd_ps(_mm256_load_ps(part + 32 * r + 8 * q), s, _mm256_load_ps(o)));
+          _mm256_store_ps(o, _mm256_fmadd_ps(moe__lb_unit_avx2(p, _mm256_load_ps(part + 32 * r + 8 * q)), s, _mm256_load_ps(o)));
         }
       }
     }
