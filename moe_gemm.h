@@ -5922,9 +5922,24 @@ static inline void moe__interior(int64_t k0, int64_t k1, int kr, int64_t lo, int
   *in0 = moe__clamp64((k0 + kr - 1) / kr, lo, hi);
   *in1 = moe__clamp64(k1 / kr, *in0, hi);
 }
-#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, STEP)                                                                     for (i = lo; i < in0; i++) STEP(1)                                                                                   for (; i < in1; i++) STEP(0)                                                                                         for (; i < hi; i++) STEP(1)
-/* a row's k step i as a dword: KR elements of ELT bytes, masked to [k0, k1) at the edges */
-#define MOE__A_STEP(a, i, k0, k1, kr, elt, pad, edge) ((edge) ? moe__group_in(a, i, k0, k1, kr, elt, pad) : moe__load_u32((a) + 4 * (size_t)(i)))
+#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, FILL, STEP)                                                          \
+  for (i = lo; i < in0; i++) {                                                                                       \
+    FILL;                                                                                                            \
+    STEP(1)                                                                                                          \
+  }                                                                                                                  \
+  for (; i < in1; i++) STEP(0)                                                                                       \
+  for (; i < hi; i++) {                                                                                              \
+    FILL;                                                                                                            \
+    STEP(1)                                                                                                          \
+  }
+/* Row r's dword at step i: edge[r] (filled by moe__edge_fill), else a plain load. The masked reads
+ * are gathered before the step, apart from the accumulators: with them inside the step the compiler
+ * kept the accumulators in memory in every loop. */
+#define MOE__A_STEP(a, i, edge_r, edge) ((edge) ? (edge_r) : moe__load_u32((a) + 4 * (size_t)(i)))
+static inline void moe__edge_fill(const moe_gemm_args *g, int32_t r0, int R, int64_t i, int64_t k0, int64_t k1, int kr, size_t elt, int pad,
+                                  uint32_t *edge) {
+  for (int r = 0; r < R; r++) edge[r] = moe__group_in((const uint8_t *)g->a[r0 + r], i, k0, k1, kr, elt, pad);
+}
 
 MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *codes, int h0, const int NH, int32_t r0,
                                           const int R, float *t) { /* BF16 panels have no header: codes = panel */
@@ -5935,6 +5950,7 @@ MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision 
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_ps();
   int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
   moe__interior(0, g->kred, 2, 0, pairs, &in0, &in1);
 #define MOE__BF16_STEP(edge)                                                                                          \
   for (int hh = 0; hh < NH; hh++) {                                                                                   \
@@ -5943,13 +5959,13 @@ MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision 
     const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), wo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi)); \
     const __m256 we1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), wo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi)); \
     for (int r = 0; r < R; r++) {                                                                                     \
-      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 2, 2, 0, edge)); \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
       const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
       acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));                          \
       acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));                  \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, 0, in0, in1, pairs, MOE__BF16_STEP)
+  MOE__SPLIT_LOOP(i, 0, in0, in1, pairs, moe__edge_fill(g, r0, R, i, 0, g->kred, 2, 2, 0, ae), MOE__BF16_STEP)
 #undef MOE__BF16_STEP
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) _mm256_store_ps(t + 64 * r + 16 * h0 + 8 * v, acc[r][v]);
@@ -5975,6 +5991,7 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
   int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
   moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
 #define MOE__QC8_STEP(edge)                                                                                           \
   for (int hh = 0; hh < NH; hh++) {                                                                                   \
@@ -5982,12 +5999,12 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p
     const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
     const __m256i aw0 = _mm256_abs_epi8(w0), aw1 = _mm256_abs_epi8(w1);                                               \
     for (int r = 0; r < R; r++) {                                                                                     \
-      const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80, edge)), flip); \
+      const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)), flip); \
       acc[r][2 * hh] = _mm256_add_epi32(acc[r][2 * hh], _mm256_madd_epi16(_mm256_maddubs_epi16(aw0, _mm256_sign_epi8(a, w0)), ones)); \
       acc[r][2 * hh + 1] = _mm256_add_epi32(acc[r][2 * hh + 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(a, w1)), ones)); \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, MOE__QC8_STEP)
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__QC8_STEP)
 #undef MOE__QC8_STEP
   for (int r = 0; r < R; r++)
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 0, t + 64 * r);
@@ -6000,18 +6017,19 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_preci
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
   int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
   moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
 #define MOE__VNNI_STEP(edge)                                                                                          \
   for (int hh = 0; hh < NH; hh++) {                                                                                   \
     const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                          \
     const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
     for (int r = 0; r < R; r++) {                                                                                     \
-      const __m256i a = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, 0, g->kred, 4, 1, 0x80, edge)); \
+      const __m256i a = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
       acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);                                              \
       acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);                                      \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, MOE__VNNI_STEP)
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__VNNI_STEP)
 #undef MOE__VNNI_STEP
   for (int r = 0; r < R; r++)
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 1, t + 64 * r);
@@ -6092,18 +6110,19 @@ MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision 
       for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
     }
     int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
     moe__interior(k0, k1, 2, k0 / 2, (k1 + 1) / 2, &in0, &in1);
 #define MOE__LB16_STEP(edge)                                                                                          \
     for (int v = 0; v < 2 * NH; v++) {                                                                                \
       __m256 we, wo;                                                                                                  \
       moe__lb_pair_avx2(p, codes, i, 2 * h0 + v, zq[v], &we, &wo);                                                    \
       for (int r = 0; r < R; r++) {                                                                                   \
-        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, k0, k1, 2, 2, 0, edge)); \
+        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
         const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
         acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));                                     \
       }                                                                                                               \
     }
-    MOE__SPLIT_LOOP(i, k0 / 2, in0, in1, (k1 + 1) / 2, MOE__LB16_STEP)
+    MOE__SPLIT_LOOP(i, k0 / 2, in0, in1, (k1 + 1) / 2, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__LB16_STEP)
 #undef MOE__LB16_STEP
     for (int v = 0; v < 2 * NH; v++) {
       const __m256 s = moe__lb_scale_avx2(p, meta, gi, 16 * h0 + 8 * v);
@@ -6134,15 +6153,15 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
  * unsigned, |a - 128| <= 127: pair sums <= 2 * 15 * 127, no saturation) + vpmaddwd. */
 /* One k quad i of a W4A8 tile: codes x (a - 128) into acc[r][v] (v: the 8-column blocks of halves h0..). */
 #define MOE__Q4_STEP(attr, name, vnni)                                                                                \
-  attr void name(const moe_gemm_args *g, const uint8_t *panel, int64_t i, int64_t k0, int64_t k1, int h0, const int NH,\
-                 int32_t r0, const int R, const int edge, __m256i (*acc)[4]) {                                        \
+  attr void name(const moe_gemm_args *g, const uint8_t *panel, int64_t i, int h0, const int NH,                       \
+                 int32_t r0, const int R, const int edge, const uint32_t *ae, __m256i (*acc)[4]) {                   \
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80), m4 = _mm256_set1_epi8(15);        \
     for (int v = 0; v < 2 * NH; v++) { /* half h: low (h = 0) or high nibbles; v & 1: bytes 32.. */                   \
       const int h = h0 + v / 2;                                                                                       \
       const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1)));\
       const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                                  \
       for (int r = 0; r < R; r++) {                                                                                   \
-        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, k0, k1, 4, 1, 0x80, edge)), flip);\
+        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)), flip);\
         acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                           \
                          : _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), ones));          \
       }                                                                                                               \
@@ -6166,10 +6185,17 @@ MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
         for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                       \
       }                                                                                                            \
       int64_t i, in0, in1;                                                                                            \
+      uint32_t ae[MOE__Q4_MAXR];                                                                                      \
       moe__interior(k0, k1, 4, k0 / 4, (k1 + 3) / 4, &in0, &in1);                                                     \
-      for (i = k0 / 4; i < in0; i++) step(g, panel, i, k0, k1, h0, NH, r0, R, 1, acc);                                \
-      for (; i < in1; i++) step(g, panel, i, k0, k1, h0, NH, r0, R, 0, acc);                                          \
-      for (; i < (k1 + 3) / 4; i++) step(g, panel, i, k0, k1, h0, NH, r0, R, 1, acc);                                 \
+      for (i = k0 / 4; i < in0; i++) {                                                                                \
+        moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
+        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                         \
+      }                                                                                                               \
+      for (; i < in1; i++) step(g, panel, i, h0, NH, r0, R, 0, ae, acc);                                      \
+      for (; i < (k1 + 3) / 4; i++) {                                                                                 \
+        moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
+        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                         \
+      }                                                                                                               \
       for (int v = 0; v < 2 * NH; v++) {                                                                           \
         const int col0 = 16 * h0 + 8 * v;                                                                          \
         const __m256 s = moe__lb_scale_avx2(p, meta, gi, col0);                                                    \
@@ -6256,6 +6282,7 @@ MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, const floa
                                               int h, int32_t r0, const int R, float *part) {
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
   int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
   __m256 acc[4][2];
   moe__interior(k0, k1, 2, i0, i1, &in0, &in1);
   for (int r = 0; r < R; r++)
@@ -6265,13 +6292,13 @@ MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, const floa
     const float *w = dec + 64 * (i - i0) + 32 * h;                                                                    \
     const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16), wo1 = _mm256_load_ps(w + 24); \
     for (int r = 0; r < R; r++) {                                                                                     \
-      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, k0, k1, 2, 2, 0, edge)); \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
       const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
       acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                     \
       acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                     \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, i0, in0, in1, i1, MOE__DEC_STEP)
+  MOE__SPLIT_LOOP(i, i0, in0, in1, i1, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__DEC_STEP)
 #undef MOE__DEC_STEP
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2; v++) _mm256_store_ps(part + 32 * r + 16 * h + 8 * v, acc[r][v]);
