@@ -5922,12 +5922,35 @@ static inline void moe__interior(int64_t k0, int64_t k1, int kr, int64_t lo, int
   *in0 = moe__clamp64((k0 + kr - 1) / kr, lo, hi);
   *in1 = moe__clamp64(k1 / kr, *in0, hi);
 }
+/* Software prefetch of what the call reads next (the up panel, then g->w_next), one line per k
+ * step of the prefill passes: those passes re-read a panel from L2 while the prefetches bring the
+ * next one in, so DRAM streams under the compute instead of stalling each call's first pass. */
+typedef struct moe__pf {
+  const uint8_t *p, *end, *next, *next_end;
+} moe__pf;
+static inline moe__pf moe__pf_init(const moe_gemm_args *g, const uint8_t *from, const uint8_t *to) {
+  moe__pf f;
+  f.p = from, f.end = to, f.next = g->w_next, f.next_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
+  return f;
+}
+MOE__AVX2_INLINE void moe__pf_line(moe__pf *f) {
+  if (f->p >= f->end) {
+    if (!f->next) return;
+    f->p = f->next, f->end = f->next_end, f->next = NULL;
+  }
+  _mm_prefetch((const char *)f->p, _MM_HINT_T1);
+  f->p += 64;
+}
+
 #define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, FILL, STEP)                                                          \
   for (i = lo; i < in0; i++) {                                                                                       \
     FILL;                                                                                                            \
     STEP(1)                                                                                                          \
   }                                                                                                                  \
-  for (; i < in1; i++) STEP(0)                                                                                       \
+  for (; i < in1; i++) {                                                                                             \
+    STEP(0)                                                                                                          \
+    if (pf) moe__pf_line(pf);                                                                                        \
+  }                                                                                                                  \
   for (; i < hi; i++) {                                                                                              \
     FILL;                                                                                                            \
     STEP(1)                                                                                                          \
@@ -5942,7 +5965,7 @@ static inline void moe__edge_fill(const moe_gemm_args *g, int32_t r0, int R, int
 }
 
 MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *codes, int h0, const int NH, int32_t r0,
-                                          const int R, float *t) { /* BF16 panels have no header: codes = panel */
+                                          const int R, float *t, moe__pf *pf) { /* BF16 panels have no header: codes = panel */
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
   const int64_t pairs = (g->kred + 1) / 2;
   (void)p;
@@ -5983,7 +6006,7 @@ MOE__AVX2_INLINE void moe__qc8_dequant_avx2(const moe_gemm_args *g, const uint8_
   }
 }
 MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,
-                                         const int R, float *t) {
+                                         const int R, float *t, moe__pf *pf) {
   const uint8_t *codes = panel + moe__codes_offset(p);
   const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
   const int64_t quads = (g->kred + 3) / 4;
@@ -6010,7 +6033,7 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 0, t + 64 * r);
 }
 MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,
-                                               const int R, float *t) {
+                                               const int R, float *t, moe__pf *pf) {
   const uint8_t *codes = panel + moe__codes_offset(p);
   const int64_t quads = (g->kred + 3) / 4;
   __m256i acc[6][4];
@@ -6096,7 +6119,7 @@ MOE__AVX2_INLINE __m256 moe__lb_unit_avx2(moe_precision p, __m256 sum) { return 
 
 /* FP8, INT4-W4A16, MXFP4: rows r0..r0+R-1, column blocks 8q for the halves h0..h0+NH-1, into t. */
 MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH,
-                                          int32_t r0, const int R, float *t) {
+                                          int32_t r0, const int R, float *t, moe__pf *pf) {
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
   const uint8_t *codes = panel, *meta = panel + moe__meta_offset(p, g->kpad);
   const int64_t ng = moe__cdiv(g->kred, g->kgroup);
@@ -6173,7 +6196,7 @@ MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
 
 #define MOE__Q4_TILE(attr, name, step)                                                                                \
   attr void name(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,     \
-                 const int R, float *t) {                                                                             \
+                 const int R, float *t, moe__pf *pf) {                                                                \
     const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);                                                     \
     const int64_t ng = moe__cdiv(g->kred, g->kgroup);                                                               \
     for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {                                            \
@@ -6191,7 +6214,10 @@ MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
         moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
         step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                         \
       }                                                                                                               \
-      for (; i < in1; i++) step(g, panel, i, h0, NH, r0, R, 0, ae, acc);                                      \
+      for (; i < in1; i++) {                                                                                          \
+        step(g, panel, i, h0, NH, r0, R, 0, ae, acc);                                                                        \
+        if (pf) moe__pf_line(pf);                                                                                            \
+      }                                      \
       for (; i < (k1 + 3) / 4; i++) {                                                                                 \
         moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
         step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                         \
@@ -6223,25 +6249,26 @@ MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, moe__q4_step_avxvnni)
     MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                      \
     const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                \
     const int32_t tiles = (g->mr + MAXR - 1) / MAXR;                                                               \
+    moe__pf pf = moe__pf_init(g, g->w + g->panel_bytes, g->w + (size_t)np * g->panel_bytes);                      \
     memset(tot, 0, sizeof tot);                                                                                    \
     for (int i = 0; i < np; i++) {                                                                                 \
       const uint8_t *w = g->w + (size_t)i * g->panel_bytes;                                                       \
       float *t = tot + 32 * i;                                                                                     \
       if (g->mr <= 2) {                                                                                            \
-        if (g->mr == 1) tile(g, p, w, 0, 2, 0, 1, t);                                                              \
-        else tile(g, p, w, 0, 2, 0, 2, t);                                                                         \
+        if (g->mr == 1) tile(g, p, w, 0, 2, 0, 1, t, NULL);                                                        \
+        else tile(g, p, w, 0, 2, 0, 2, t, NULL);                                                                   \
         continue;                                                                                                  \
       }                                                                                                            \
       for (int h = 0; h < 2; h++)                                                                                  \
         for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                           \
           const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                               \
           switch (rows) {                                                                                          \
-          case 1: tile(g, p, w, h, 1, r0, 1, t + 64 * r0); break;                                                  \
-          case 2: tile(g, p, w, h, 1, r0, 2, t + 64 * r0); break;                                                  \
-          case 3: tile(g, p, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0); break;                                \
-          case 4: tile(g, p, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0); break;                                \
-          case 5: tile(g, p, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0); break;                                \
-          default: tile(g, p, w, h, 1, r0, MAXR, t + 64 * r0); break;                                              \
+          case 1: tile(g, p, w, h, 1, r0, 1, t + 64 * r0, &pf); break;                                                 \
+          case 2: tile(g, p, w, h, 1, r0, 2, t + 64 * r0, &pf); break;                                                 \
+          case 3: tile(g, p, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0, &pf); break;                               \
+          case 4: tile(g, p, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0, &pf); break;                               \
+          case 5: tile(g, p, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0, &pf); break;                               \
+          default: tile(g, p, w, h, 1, r0, MAXR, t + 64 * r0, &pf); break;                                             \
           }                                                                                                        \
           r0 += rows;                                                                                              \
         }                                                                                                          \
@@ -6279,7 +6306,7 @@ MOE__AVX2_INLINE void moe__lb16_decode_avx2(moe_precision p, const uint8_t *code
 
 /* Rows r0..r0+R-1 x the 16 columns of half h over the decoded pairs i0..i1-1 of group [k0, k1). */
 MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, const float *dec, int64_t i0, int64_t i1, int64_t k0, int64_t k1,
-                                              int h, int32_t r0, const int R, float *part) {
+                                              int h, int32_t r0, const int R, float *part, moe__pf *pf) {
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
   int64_t i, in0, in1;
   uint32_t ae[6]; /* the rows' masked dwords at an edge step */
@@ -6309,6 +6336,7 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
   const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   const int32_t tiles = (g->mr + 3) / 4;
   const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  moe__pf pf = moe__pf_init(g, g->w, g->w + (size_t)np * g->panel_bytes); /* ahead of the chunks' decode */
   if (g->mr <= 2) { /* decode: the weights stream once, decoded in registers */
     moe__lb16_regs_gemm_avx2(p, g, gemm1);
     return;
@@ -6331,10 +6359,10 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
             const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);
             float *pr = part + 32 * r0;
             switch (rows) {
-            case 1: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 1, pr); break;
-            case 2: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 2, pr); break;
-            case 3: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 3, pr); break;
-            default: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 4, pr); break;
+            case 1: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 1, pr, &pf); break;
+            case 2: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 2, pr, &pf); break;
+            case 3: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 3, pr, &pf); break;
+            default: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 4, pr, &pf); break;
             }
             r0 += rows;
           }
