@@ -6282,7 +6282,6 @@ MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, moe__q4_step_avxvnni)
 MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6)
-MOE__AVX2_GEMM(MOE__AVX2, moe__lb16_regs_gemm_avx2, moe__lb16_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 6)
 #undef MOE__AVX2_GEMM
@@ -6337,11 +6336,15 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
   const int32_t tiles = (g->mr + 3) / 4;
   const int64_t ng = moe__cdiv(g->kred, g->kgroup);
   moe__pf pf = moe__pf_init(g, g->w, g->w + (size_t)np * g->panel_bytes); /* ahead of the chunks' decode */
-  if (g->mr <= 2) { /* decode: the weights stream once, decoded in registers */
-    moe__lb16_regs_gemm_avx2(p, g, gemm1);
+  memset(tot, 0, sizeof tot);
+  if (g->mr <= 2) { /* decode: the weights stream once (both halves of a line pair), decoded in registers */
+    for (int pi = 0; pi < np; pi++) {
+      if (g->mr == 1) moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 0, 2, 0, 1, tot + 32 * pi, NULL);
+      else moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 0, 2, 0, 2, tot + 32 * pi, NULL);
+    }
+    moe__store_avx2(g, tot, gemm1);
     return;
   }
-  memset(tot, 0, sizeof tot);
   for (int pi = 0; pi < np; pi++) {
     const uint8_t *codes = g->w + (size_t)pi * g->panel_bytes, *meta = codes + moe__meta_offset(p, g->kpad);
     for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
