@@ -5942,18 +5942,20 @@ MOE__AVX2_INLINE void moe__pf_line(moe__pf *f) {
   f->p += 64;
 }
 
-#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, FILL, STEP)                                                          \
-  for (i = lo; i < in0; i++) {                                                                                       \
-    FILL;                                                                                                            \
-    STEP(1)                                                                                                          \
-  }                                                                                                                  \
-  for (; i < in1; i++) {                                                                                             \
-    STEP(0)                                                                                                          \
-    if (pf) moe__pf_line(pf);                                                                                        \
-  }                                                                                                                  \
-  for (; i < hi; i++) {                                                                                              \
-    FILL;                                                                                                            \
-    STEP(1)                                                                                                          \
+/* The three parts of a tile's k loop: edge steps (FILL the rows' masked dwords, STEP(1)), the interior
+ * (STEP(0), one prefetch each through the tile's cursor pf, or none when pf is NULL), edge steps. */
+#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, FILL, STEP)                                                              \
+  for (i = lo; i < in0; i++) {                                                                                        \
+    FILL;                                                                                                             \
+    STEP(1)                                                                                                           \
+  }                                                                                                                   \
+  for (; i < in1; i++) {                                                                                              \
+    STEP(0)                                                                                                           \
+    if (pf) moe__pf_line(pf);                                                                                         \
+  }                                                                                                                   \
+  for (; i < hi; i++) {                                                                                               \
+    FILL;                                                                                                             \
+    STEP(1)                                                                                                           \
   }
 /* Row r's dword at step i: edge[r] (filled by moe__edge_fill), else a plain load. The masked reads
  * are gathered before the step, apart from the accumulators: with them inside the step the compiler
@@ -5977,15 +5979,15 @@ MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision 
   moe__interior(0, g->kred, 2, 0, pairs, &in0, &in1);
 #define MOE__BF16_STEP(edge)                                                                                          \
   for (int hh = 0; hh < NH; hh++) {                                                                                   \
-    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                          \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                           \
     const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
     const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), wo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi)); \
     const __m256 we1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), wo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi)); \
     for (int r = 0; r < R; r++) {                                                                                     \
-      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
       const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
-      acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));                          \
-      acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));                  \
+      acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));                            \
+      acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));                    \
     }                                                                                                                 \
   }
   MOE__SPLIT_LOOP(i, 0, in0, in1, pairs, moe__edge_fill(g, r0, R, i, 0, g->kred, 2, 2, 0, ae), MOE__BF16_STEP)
@@ -6018,7 +6020,7 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p
   moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
 #define MOE__QC8_STEP(edge)                                                                                           \
   for (int hh = 0; hh < NH; hh++) {                                                                                   \
-    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                          \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                           \
     const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
     const __m256i aw0 = _mm256_abs_epi8(w0), aw1 = _mm256_abs_epi8(w1);                                               \
     for (int r = 0; r < R; r++) {                                                                                     \
@@ -6044,12 +6046,12 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_preci
   moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
 #define MOE__VNNI_STEP(edge)                                                                                          \
   for (int hh = 0; hh < NH; hh++) {                                                                                   \
-    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                          \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                           \
     const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
     for (int r = 0; r < R; r++) {                                                                                     \
-      const __m256i a = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
-      acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);                                              \
-      acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);                                      \
+      const __m256i a = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
+      acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);                                                \
+      acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);                                        \
     }                                                                                                                 \
   }
   MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__VNNI_STEP)
@@ -6133,16 +6135,16 @@ MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision 
       for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
     }
     int64_t i, in0, in1;
-  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
+    uint32_t ae[6]; /* the rows' masked dwords at an edge step */
     moe__interior(k0, k1, 2, k0 / 2, (k1 + 1) / 2, &in0, &in1);
 #define MOE__LB16_STEP(edge)                                                                                          \
     for (int v = 0; v < 2 * NH; v++) {                                                                                \
       __m256 we, wo;                                                                                                  \
       moe__lb_pair_avx2(p, codes, i, 2 * h0 + v, zq[v], &we, &wo);                                                    \
       for (int r = 0; r < R; r++) {                                                                                   \
-        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
+        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));         \
         const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
-        acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));                                     \
+        acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));                                      \
       }                                                                                                               \
     }
     MOE__SPLIT_LOOP(i, k0 / 2, in0, in1, (k1 + 1) / 2, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__LB16_STEP)
@@ -6177,14 +6179,14 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
 /* One k quad i of a W4A8 tile: codes x (a - 128) into acc[r][v] (v: the 8-column blocks of halves h0..). */
 #define MOE__Q4_STEP(attr, name, vnni)                                                                                \
   attr void name(const moe_gemm_args *g, const uint8_t *panel, int64_t i, int h0, const int NH,                       \
-                 int32_t r0, const int R, const int edge, const uint32_t *ae, __m256i (*acc)[4]) {                   \
+                 int32_t r0, const int R, const int edge, const uint32_t *ae, __m256i (*acc)[4]) {                    \
     const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80), m4 = _mm256_set1_epi8(15);        \
     for (int v = 0; v < 2 * NH; v++) { /* half h: low (h = 0) or high nibbles; v & 1: bytes 32.. */                   \
       const int h = h0 + v / 2;                                                                                       \
-      const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1)));\
+      const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1))); \
       const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                                  \
       for (int r = 0; r < R; r++) {                                                                                   \
-        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)), flip);\
+        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)), flip); \
         acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                           \
                          : _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), ones));          \
       }                                                                                                               \
@@ -6197,42 +6199,42 @@ MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
 #define MOE__Q4_TILE(attr, name, step)                                                                                \
   attr void name(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,     \
                  const int R, float *t, moe__pf *pf) {                                                                \
-    const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);                                                     \
-    const int64_t ng = moe__cdiv(g->kred, g->kgroup);                                                               \
-    for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {                                            \
-      const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;                                       \
-      __m256i acc[MOE__Q4_MAXR][4];                                                                                \
-      int32_t asum[MOE__Q4_MAXR];                                                                                  \
-      for (int r = 0; r < R; r++) {                                                                                \
-        asum[r] = moe__sum_s8_avx2((const uint8_t *)g->a[r0 + r] + k0, k1 - k0);                                   \
-        for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                       \
-      }                                                                                                            \
+    const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);                                                       \
+    const int64_t ng = moe__cdiv(g->kred, g->kgroup);                                                                 \
+    for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {                                               \
+      const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;                                         \
+      __m256i acc[MOE__Q4_MAXR][4];                                                                                   \
+      int32_t asum[MOE__Q4_MAXR];                                                                                     \
+      for (int r = 0; r < R; r++) {                                                                                   \
+        asum[r] = moe__sum_s8_avx2((const uint8_t *)g->a[r0 + r] + k0, k1 - k0);                                      \
+        for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                          \
+      }                                                                                                               \
       int64_t i, in0, in1;                                                                                            \
       uint32_t ae[MOE__Q4_MAXR];                                                                                      \
       moe__interior(k0, k1, 4, k0 / 4, (k1 + 3) / 4, &in0, &in1);                                                     \
       for (i = k0 / 4; i < in0; i++) {                                                                                \
         moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
-        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                         \
+        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                                 \
       }                                                                                                               \
       for (; i < in1; i++) {                                                                                          \
-        step(g, panel, i, h0, NH, r0, R, 0, ae, acc);                                                                        \
-        if (pf) moe__pf_line(pf);                                                                                            \
-      }                                      \
+        step(g, panel, i, h0, NH, r0, R, 0, ae, acc);                                                                 \
+        if (pf) moe__pf_line(pf);                                                                                     \
+      }                                                                                                               \
       for (; i < (k1 + 3) / 4; i++) {                                                                                 \
         moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
-        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                         \
+        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                                 \
       }                                                                                                               \
-      for (int v = 0; v < 2 * NH; v++) {                                                                           \
-        const int col0 = 16 * h0 + 8 * v;                                                                          \
-        const __m256 s = moe__lb_scale_avx2(p, meta, gi, col0);                                                    \
+      for (int v = 0; v < 2 * NH; v++) {                                                                              \
+        const int col0 = 16 * h0 + 8 * v;                                                                             \
+        const __m256 s = moe__lb_scale_avx2(p, meta, gi, col0);                                                       \
         const __m256i z = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + (size_t)col0))); \
-        for (int r = 0; r < R; r++) {                                                                              \
-          float *o = t + 64 * r + col0;                                                                            \
+        for (int r = 0; r < R; r++) {                                                                                 \
+          float *o = t + 64 * r + col0;                                                                               \
           const __m256 isum = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][v], _mm256_mullo_epi32(z, _mm256_set1_epi32(asum[r])))); \
-          _mm256_store_ps(o, _mm256_fmadd_ps(isum, s, _mm256_load_ps(o)));                                         \
-        }                                                                                                          \
-      }                                                                                                            \
-    }                                                                                                              \
+          _mm256_store_ps(o, _mm256_fmadd_ps(isum, s, _mm256_load_ps(o)));                                            \
+        }                                                                                                             \
+      }                                                                                                               \
+    }                                                                                                                 \
   }
 #define MOE__Q4_MAXR 6
 MOE__Q4_TILE(MOE__AVX2_INLINE, moe__q4_tile_avx2, moe__q4_step_avx2)
@@ -6244,40 +6246,40 @@ MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, moe__q4_step_avxvnni)
  * weights stream once in order; more rows run each half on its own, rows in tiles of at most MAXR
  * with balanced heights (R x 16 columns: more rows per weight load). W4A8's totals then take the
  * row scale (the AVX-512 kernels' order; INT8's tiles apply it themselves). */
-#define MOE__AVX2_GEMM(attr, name, tile, MAXR)                                                                   \
-  attr void name(moe_precision p, const moe_gemm_args *g, int gemm1) {                                             \
-    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                      \
-    const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                \
-    const int32_t tiles = (g->mr + MAXR - 1) / MAXR;                                                               \
-    moe__pf pf = moe__pf_init(g, g->w + g->panel_bytes, g->w + (size_t)np * g->panel_bytes);                      \
-    memset(tot, 0, sizeof tot);                                                                                    \
-    for (int i = 0; i < np; i++) {                                                                                 \
-      const uint8_t *w = g->w + (size_t)i * g->panel_bytes;                                                       \
-      float *t = tot + 32 * i;                                                                                     \
-      if (g->mr <= 2) {                                                                                            \
-        if (g->mr == 1) tile(g, p, w, 0, 2, 0, 1, t, NULL);                                                        \
-        else tile(g, p, w, 0, 2, 0, 2, t, NULL);                                                                   \
-        continue;                                                                                                  \
-      }                                                                                                            \
-      for (int h = 0; h < 2; h++)                                                                                  \
-        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                           \
-          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                               \
-          switch (rows) {                                                                                          \
-          case 1: tile(g, p, w, h, 1, r0, 1, t + 64 * r0, &pf); break;                                                 \
-          case 2: tile(g, p, w, h, 1, r0, 2, t + 64 * r0, &pf); break;                                                 \
-          case 3: tile(g, p, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0, &pf); break;                               \
-          case 4: tile(g, p, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0, &pf); break;                               \
-          case 5: tile(g, p, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0, &pf); break;                               \
-          default: tile(g, p, w, h, 1, r0, MAXR, t + 64 * r0, &pf); break;                                             \
-          }                                                                                                        \
-          r0 += rows;                                                                                              \
-        }                                                                                                          \
-    }                                                                                                              \
-    if (p == MOE_PREC_INT4_W4A8)                                                                                   \
-      for (int32_t r = 0; r < g->mr; r++)                                                                          \
-        for (int c = 0; c < 64; c += 8)                                                                            \
+#define MOE__AVX2_GEMM(attr, name, tile, MAXR)                                                                        \
+  attr void name(moe_precision p, const moe_gemm_args *g, int gemm1) {                                                \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                         \
+    const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                   \
+    const int32_t tiles = (g->mr + MAXR - 1) / MAXR;                                                                  \
+    moe__pf pf = moe__pf_init(g, g->w + g->panel_bytes, g->w + (size_t)np * g->panel_bytes);                          \
+    memset(tot, 0, sizeof tot);                                                                                       \
+    for (int i = 0; i < np; i++) {                                                                                    \
+      const uint8_t *w = g->w + (size_t)i * g->panel_bytes;                                                           \
+      float *t = tot + 32 * i;                                                                                        \
+      if (g->mr <= 2) {                                                                                               \
+        if (g->mr == 1) tile(g, p, w, 0, 2, 0, 1, t, NULL);                                                           \
+        else tile(g, p, w, 0, 2, 0, 2, t, NULL);                                                                      \
+        continue;                                                                                                     \
+      }                                                                                                               \
+      for (int h = 0; h < 2; h++)                                                                                     \
+        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                              \
+          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                                  \
+          switch (rows) {                                                                                             \
+          case 1: tile(g, p, w, h, 1, r0, 1, t + 64 * r0, &pf); break;                                                \
+          case 2: tile(g, p, w, h, 1, r0, 2, t + 64 * r0, &pf); break;                                                \
+          case 3: tile(g, p, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0, &pf); break;                              \
+          case 4: tile(g, p, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0, &pf); break;                              \
+          case 5: tile(g, p, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0, &pf); break;                              \
+          default: tile(g, p, w, h, 1, r0, MAXR, t + 64 * r0, &pf); break;                                            \
+          }                                                                                                           \
+          r0 += rows;                                                                                                 \
+        }                                                                                                             \
+    }                                                                                                                 \
+    if (p == MOE_PREC_INT4_W4A8)                                                                                      \
+      for (int32_t r = 0; r < g->mr; r++)                                                                             \
+        for (int c = 0; c < 64; c += 8)                                                                               \
           _mm256_store_ps(tot + 64 * r + c, _mm256_mul_ps(_mm256_load_ps(tot + 64 * r + c), _mm256_set1_ps(g->a_scale[r]))); \
-    moe__store_avx2(g, tot, gemm1);                                                                                \
+    moe__store_avx2(g, tot, gemm1);                                                                                   \
   }
 MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4)
@@ -6318,10 +6320,10 @@ MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, const floa
     const float *w = dec + 64 * (i - i0) + 32 * h;                                                                    \
     const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16), wo1 = _mm256_load_ps(w + 24); \
     for (int r = 0; r < R; r++) {                                                                                     \
-      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)); \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
       const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
-      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                     \
-      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                     \
+      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                      \
+      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                      \
     }                                                                                                                 \
   }
   MOE__SPLIT_LOOP(i, i0, in0, in1, i1, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__DEC_STEP)
@@ -6382,8 +6384,8 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
   moe__store_avx2(g, tot, gemm1);
 }
 
-#define MOE__AVX2_LB_UKERNELS(attr, fam, kr, sfx, prec, gemm)                                                       \
-  attr void moe_##fam##_gemm1_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 1); }           \
+#define MOE__AVX2_LB_UKERNELS(attr, fam, kr, sfx, prec, gemm)                                                         \
+  attr void moe_##fam##_gemm1_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 1); }                \
   attr void moe_##fam##_gemm2_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 0); }
 MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_fp8w, 2, avx2, MOE_PREC_FP8, moe__lb16_gemm_avx2)
 MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_qc4w, 2, avx2, MOE_PREC_INT4_W4A16, moe__lb16_gemm_avx2)
