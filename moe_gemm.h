@@ -6288,55 +6288,101 @@ MOE__AVX2_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 6)
 #undef MOE__AVX2_GEMM
 
-/* FP8, INT4-W4A16, MXFP4 with 3+ rows: each chunk of a group is decoded once into f32 for the
+/* FP8, INT4-W4A16, MXFP4 with 3+ rows: each chunk of k pairs is decoded once into f32 for the
  * panel's 32 columns and every row tile reads it, so the decode (10-30 vector ops per 16 weights
  * without byte permutes) is paid once per call, not once per tile. The same sums in the same order
- * as the register tiles (bitwise equal): a group's sums run in part[], then tot = fma(part, s, tot).
+ * as the register tiles (bitwise equal): a group's sums from zero, then tot = fma(sum, s, tot).
  *   dec[pair - i0][q][we 0..7 | wo 0..7]     q: the 8-column blocks of the panel */
 #define MOE__LB_CHUNK 64 /* pairs per decoded chunk: 16 KB of f32 */
 
-MOE__AVX2_INLINE void moe__lb16_decode_avx2(moe_precision p, const uint8_t *codes, int64_t i0, int64_t i1, const __m256i *zq, float *dec) {
-  for (int64_t i = i0; i < i1; i++)
-    for (int q = 0; q < 4; q++) {
-      __m256 we, wo;
-      moe__lb_pair_avx2(p, codes, i, q, zq[q], &we, &wo);
-      _mm256_store_ps(dec + 64 * (i - i0) + 16 * q, we);
-      _mm256_store_ps(dec + 64 * (i - i0) + 16 * q + 8, wo);
-    }
+/* Group gi's k range [k0, k1) and pairs [pair0, pair1) (an odd group edge shares its pair with the
+ * neighbour group: each reads only its own element, moe__group_in). */
+typedef struct moe__group_span {
+  int64_t k0, k1, pair0, pair1;
+} moe__group_span;
+static inline moe__group_span moe__group_of(const moe_gemm_args *g, int64_t gi) {
+  moe__group_span sp;
+  sp.k0 = gi * g->kgroup, sp.k1 = sp.k0 + g->kgroup < g->kred ? sp.k0 + g->kgroup : g->kred;
+  sp.pair0 = sp.k0 / 2, sp.pair1 = (sp.k1 + 1) / 2;
+  return sp;
 }
 
-/* Rows r0..r0+R-1 x the 16 columns of half h over the decoded pairs i0..i1-1 of group [k0, k1). */
-MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, const float *dec, int64_t i0, int64_t i1, int64_t k0, int64_t k1,
-                                              int h, int32_t r0, const int R, float *part, moe__pf *pf) {
+/* Decodes pairs [i0, i1) of a panel into dec, group by group (INT4: each group's zero points). */
+MOE__AVX2_INLINE void moe__lb16_decode_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *codes, const uint8_t *meta,
+                                            int64_t i0, int64_t i1, float *dec) {
+  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  for (int64_t gi = 2 * i0 / g->kgroup; gi < ng; gi++) {
+    const moe__group_span sp = moe__group_of(g, gi);
+    const int64_t s0 = sp.pair0 > i0 ? sp.pair0 : i0, s1 = sp.pair1 < i1 ? sp.pair1 : i1;
+    __m256i zq[4];
+    if (s0 >= i1) break;
+    for (int q = 0; q < 4; q++)
+      zq[q] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 8 * (size_t)q)))
+                                       : _mm256_setzero_si256();
+    for (int64_t i = s0; i < s1; i++)
+      for (int q = 0; q < 4; q++) {
+        __m256 we, wo;
+        moe__lb_pair_avx2(p, codes, i, q, zq[q], &we, &wo);
+        _mm256_store_ps(dec + 64 * (i - i0) + 16 * q, we);
+        _mm256_store_ps(dec + 64 * (i - i0) + 16 * q + 8, wo);
+      }
+  }
+}
+
+/* Rows r0..r0+R-1 x the 16 columns of half h over the decoded pairs [i0, i1), group by group: a
+ * group's sums start at zero (or from part, where it began in the previous chunk) and at its end go
+ * into the totals, tot = fma(sum, scale, tot); a group that goes on into the next chunk is kept in
+ * part. So a chunk holds several small groups (MXFP4's 32) or a piece of a large one. */
+MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, moe_precision p, const float *dec, const uint8_t *meta,
+                                              int64_t i0, int64_t i1, int h, int32_t r0, const int R, float *part, float *tot,
+                                              moe__pf *pf) {
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
-  int64_t i, in0, in1;
-  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
-  __m256 acc[4][2];
-  moe__interior(k0, k1, 2, i0, i1, &in0, &in1);
-  for (int r = 0; r < R; r++)
-    for (int v = 0; v < 2; v++) acc[r][v] = _mm256_load_ps(part + 32 * r + 16 * h + 8 * v);
+  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  for (int64_t gi = 2 * i0 / g->kgroup; gi < ng; gi++) {
+    const moe__group_span sp = moe__group_of(g, gi);
+    const int64_t k0 = sp.k0, k1 = sp.k1, s0 = sp.pair0 > i0 ? sp.pair0 : i0, s1 = sp.pair1 < i1 ? sp.pair1 : i1;
+    int64_t i, in0, in1;
+    uint32_t ae[6]; /* the rows' masked dwords at an edge step */
+    __m256 acc[4][2];
+    if (s0 >= i1) break;
+    for (int r = 0; r < R; r++)
+      for (int v = 0; v < 2; v++)
+        acc[r][v] = s0 > sp.pair0 ? _mm256_load_ps(part + 32 * (r0 + r) + 16 * h + 8 * v) : _mm256_setzero_ps();
+    moe__interior(k0, k1, 2, s0, s1, &in0, &in1);
 #define MOE__DEC_STEP(edge)                                                                                           \
   {                                                                                                                   \
     const float *w = dec + 64 * (i - i0) + 32 * h;                                                                    \
-    const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16), wo1 = _mm256_load_ps(w + 24); \
+    const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16),                 \
+                 wo1 = _mm256_load_ps(w + 24);                                                                        \
     for (int r = 0; r < R; r++) {                                                                                     \
       const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
       const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
-      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                      \
-      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                      \
+      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                     \
+      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                     \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, i0, in0, in1, i1, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__DEC_STEP)
+    MOE__SPLIT_LOOP(i, s0, in0, in1, s1, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__DEC_STEP)
 #undef MOE__DEC_STEP
-  for (int r = 0; r < R; r++)
-    for (int v = 0; v < 2; v++) _mm256_store_ps(part + 32 * r + 16 * h + 8 * v, acc[r][v]);
+    if (s1 < sp.pair1) { /* the group goes on in the next chunk */
+      for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++) _mm256_store_ps(part + 32 * (r0 + r) + 16 * h + 8 * v, acc[r][v]);
+      break;
+    }
+    for (int v = 0; v < 2; v++) {
+      const __m256 sc = moe__lb_scale_avx2(p, meta, gi, 16 * h + 8 * v);
+      for (int r = 0; r < R; r++) {
+        float *o = tot + 64 * (r0 + r) + 16 * h + 8 * v;
+        _mm256_store_ps(o, _mm256_fmadd_ps(moe__lb_unit_avx2(p, acc[r][v]), sc, _mm256_load_ps(o)));
+      }
+    }
+  }
 }
 
 MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int gemm1) {
   MOE__ALIGN64 float tot[MOE_BLOCK_M * 64], part[MOE_BLOCK_M * 32], dec[MOE__LB_CHUNK * 64];
   const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   const int32_t tiles = (g->mr + 3) / 4;
-  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  const int64_t pairs = (g->kred + 1) / 2;
   moe__pf pf = moe__pf_init(g, g->w, g->w + (size_t)np * g->panel_bytes); /* ahead of the chunks' decode */
   memset(tot, 0, sizeof tot);
   if (g->mr <= 2) { /* decode: the weights stream once (both halves of a line pair), decoded in registers */
@@ -6349,36 +6395,21 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
   }
   for (int pi = 0; pi < np; pi++) {
     const uint8_t *codes = g->w + (size_t)pi * g->panel_bytes, *meta = codes + moe__meta_offset(p, g->kpad);
-    for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
-      const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred, pairs_end = (k1 + 1) / 2;
-      __m256i zq[4];
-      for (int q = 0; q < 4; q++)
-        zq[q] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 8 * (size_t)q)))
-                                         : _mm256_setzero_si256();
-      memset(part, 0, sizeof(float) * 32 * (size_t)g->mr);
-      for (int64_t i0 = k0 / 2; i0 < pairs_end; i0 += MOE__LB_CHUNK) {
-        const int64_t i1 = i0 + MOE__LB_CHUNK < pairs_end ? i0 + MOE__LB_CHUNK : pairs_end;
-        moe__lb16_decode_avx2(p, codes, i0, i1, zq, dec);
-        for (int h = 0; h < 2; h++)
-          for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {
-            const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);
-            float *pr = part + 32 * r0;
-            switch (rows) {
-            case 1: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 1, pr, &pf); break;
-            case 2: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 2, pr, &pf); break;
-            case 3: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 3, pr, &pf); break;
-            default: moe__lb16_dec_tile_avx2(g, dec, i0, i1, k0, k1, h, r0, 4, pr, &pf); break;
-            }
-            r0 += rows;
+    for (int64_t i0 = 0; i0 < pairs; i0 += MOE__LB_CHUNK) {
+      const int64_t i1 = i0 + MOE__LB_CHUNK < pairs ? i0 + MOE__LB_CHUNK : pairs;
+      moe__lb16_decode_avx2(g, p, codes, meta, i0, i1, dec);
+      for (int h = 0; h < 2; h++)
+        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {
+          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);
+          float *t = tot + 32 * pi;
+          switch (rows) {
+          case 1: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 1, part, t, &pf); break;
+          case 2: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 2, part, t, &pf); break;
+          case 3: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 3, part, t, &pf); break;
+          default: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 4, part, t, &pf); break;
           }
-      }
-      for (int q = 0; q < 4; q++) {
-        const __m256 s = moe__lb_scale_avx2(p, meta, gi, 8 * q);
-        for (int32_t r = 0; r < g->mr; r++) {
-          float *o = tot + 64 * r + 32 * pi + 8 * q;
-          _mm256_store_ps(o, _mm256_fmadd_ps(moe__lb_unit_avx2(p, _mm256_load_ps(part + 32 * r + 8 * q)), s, _mm256_load_ps(o)));
+          r0 += rows;
         }
-      }
     }
   }
   moe__store_avx2(g, tot, gemm1);
