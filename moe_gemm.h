@@ -5911,7 +5911,8 @@ MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gem
 
 /* The tiles: R rows x 16 columns (half h of a panel: its lines' bytes 64h..64h+63, two ymm), one
  * function per R through always_inline with a constant R. BF16: R <= 4 (8 accumulators, 4 widened
- * weight vectors, a pair of row values); INT8: R <= 6 with vpdpbusd, R <= 4 with vpmaddubsw. */
+ * weight vectors, a pair of row values); INT8: R <= 6 with vpdpbusd, R <= 4 with vpmaddubsw; W4A8: R <= 4
+ * (6 rows, 12 accumulators with the nibble mask and the flip, spilled: VNNI in cache 400 vs 680 GOPS). */
 #define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
 #define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX2 ",avxvnni"), always_inline)) static inline
 
@@ -6236,7 +6237,7 @@ MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
       }                                                                                                               \
     }                                                                                                                 \
   }
-#define MOE__Q4_MAXR 6
+#define MOE__Q4_MAXR 4
 MOE__Q4_TILE(MOE__AVX2_INLINE, moe__q4_tile_avx2, moe__q4_step_avx2)
 MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, moe__q4_step_avxvnni)
 #undef MOE__Q4_TILE
@@ -6285,7 +6286,7 @@ MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4)
 MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6)
 MOE__AVX2_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
-MOE__AVX2_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 6)
+MOE__AVX2_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 4)
 #undef MOE__AVX2_GEMM
 
 /* FP8, INT4-W4A16, MXFP4 with 3+ rows: each chunk of k pairs is decoded once into f32 for the
@@ -6423,10 +6424,10 @@ MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_qc4w, 2, avx2, MOE_PREC_INT4_W4A16, moe__l
 MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_mxfp4w, 2, avx2, MOE_PREC_MXFP4, moe__lb16_gemm_avx2)
 MOE__AVX2_LB_UKERNELS(MOE__AVX2, qu8_qc4w, 4, avx2, MOE_PREC_INT4_W4A8, moe__q4_gemm_avx2)
 #undef MOE__AVX2_LB_UKERNELS
-MOE__AVXVNNI void moe_qu8_qc4w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 1); }
-MOE__AVXVNNI void moe_qu8_qc4w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 0); }
+MOE__AVXVNNI void moe_qu8_qc4w_gemm1_ukernel_4x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 1); }
+MOE__AVXVNNI void moe_qu8_qc4w_gemm2_ukernel_4x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 0); }
 
-/* The kernels of the list (tile rows x columns of one pass: 4x16, VNNI 6x16). */
+/* The kernels of the list (tile rows x columns of one pass: 4x16, VNNI INT8 6x16). */
 MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(MOE_PREC_BF16, g, 1); }
 MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(MOE_PREC_BF16, g, 0); }
 MOE__AVX2 void moe_qu8_qc8w_gemm1_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(MOE_PREC_INT8, g, 1); }
@@ -6565,7 +6566,7 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
                              MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                   \
   MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX2, qu8_qc4w, 4x16c4, 4x16c4, avx2, 4, 16, 4, 4, 16,           \
                               MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
-  MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX_VNNI, qu8_qc4w, 6x16c4, 6x16c4, avxvnni, 6, 16, 4, 6, 16,    \
+  MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX_VNNI, qu8_qc4w, 4x16c4, 4x16c4, avxvnni, 4, 16, 4, 4, 16,    \
                               MOE__AVXVNNI_FEATURES, "vpdpbusd-ymm")))                                                  \
   MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX2, bf16_qc4w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,         \
                               MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                  \
