@@ -5944,8 +5944,8 @@ MOE__AVX2_INLINE void moe__pf_line(moe__pf *f) {
 }
 
 /* The three parts of a tile's k loop: edge steps (FILL the rows' masked dwords, STEP(1)), the interior
- * (STEP(0), one prefetch each through the tile's cursor pf, or none when pf is NULL), edge steps. */
-#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, FILL, STEP)                                                              \
+ * (STEP(0), one prefetch each through the cursor pf, none when pf is NULL), edge steps. */
+#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, FILL, STEP, pf)                                                          \
   for (i = lo; i < in0; i++) {                                                                                        \
     FILL;                                                                                                             \
     STEP(1)                                                                                                           \
@@ -5991,7 +5991,7 @@ MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision 
       acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));                    \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, 0, in0, in1, pairs, moe__edge_fill(g, r0, R, i, 0, g->kred, 2, 2, 0, ae), MOE__BF16_STEP)
+  MOE__SPLIT_LOOP(i, 0, in0, in1, pairs, moe__edge_fill(g, r0, R, i, 0, g->kred, 2, 2, 0, ae), MOE__BF16_STEP, pf)
 #undef MOE__BF16_STEP
   for (int r = 0; r < R; r++)
     for (int v = 0; v < 2 * NH; v++) _mm256_store_ps(t + 64 * r + 16 * h0 + 8 * v, acc[r][v]);
@@ -6030,7 +6030,7 @@ MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p
       acc[r][2 * hh + 1] = _mm256_add_epi32(acc[r][2 * hh + 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(a, w1)), ones)); \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__QC8_STEP)
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__QC8_STEP, pf)
 #undef MOE__QC8_STEP
   for (int r = 0; r < R; r++)
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 0, t + 64 * r);
@@ -6055,7 +6055,7 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_preci
       acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);                                        \
     }                                                                                                                 \
   }
-  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__VNNI_STEP)
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__VNNI_STEP, pf)
 #undef MOE__VNNI_STEP
   for (int r = 0; r < R; r++)
     for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 1, t + 64 * r);
@@ -6120,18 +6120,18 @@ MOE__AVX2_INLINE void moe__lb_pair_avx2(moe_precision p, const uint8_t *codes, i
  * the same bits as decoding the value itself unless a product falls below 2^-118). */
 MOE__AVX2_INLINE __m256 moe__lb_unit_avx2(moe_precision p, __m256 sum) { return p == MOE_PREC_FP8 ? _mm256_mul_ps(sum, _mm256_set1_ps(256.0f)) : sum; }
 
-/* FP8, INT4-W4A16, MXFP4: rows r0..r0+R-1, column blocks 8q for the halves h0..h0+NH-1, into t. */
-MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH,
-                                          int32_t r0, const int R, float *t, moe__pf *pf) {
+/* FP8, INT4-W4A16, MXFP4 for 1-2 rows (decode): R rows x the panel's 32 columns, decoded in registers, into t;
+ * the weights stream once, in order. */
+MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, const int R, float *t) {
   const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
   const uint8_t *codes = panel, *meta = panel + moe__meta_offset(p, g->kpad);
   const int64_t ng = moe__cdiv(g->kred, g->kgroup);
   for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
-    __m256 acc[4][4];
+    __m256 acc[2][4];
     __m256i zq[4];
-    for (int v = 0; v < 2 * NH; v++) {
-      zq[v] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 16 * (size_t)h0 + 8 * (size_t)v)))
+    for (int v = 0; v < 4; v++) {
+      zq[v] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 8 * (size_t)v)))
                                       : _mm256_setzero_si256();
       for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
     }
@@ -6139,21 +6139,21 @@ MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision 
     uint32_t ae[6]; /* the rows' masked dwords at an edge step */
     moe__interior(k0, k1, 2, k0 / 2, (k1 + 1) / 2, &in0, &in1);
 #define MOE__LB16_STEP(edge)                                                                                          \
-    for (int v = 0; v < 2 * NH; v++) {                                                                                \
+    for (int v = 0; v < 4; v++) {                                                                                     \
       __m256 we, wo;                                                                                                  \
-      moe__lb_pair_avx2(p, codes, i, 2 * h0 + v, zq[v], &we, &wo);                                                    \
+      moe__lb_pair_avx2(p, codes, i, v, zq[v], &we, &wo);                                                             \
       for (int r = 0; r < R; r++) {                                                                                   \
-        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));         \
+        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r], i, ae[r], edge));              \
         const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
         acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));                                      \
       }                                                                                                               \
     }
-    MOE__SPLIT_LOOP(i, k0 / 2, in0, in1, (k1 + 1) / 2, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__LB16_STEP)
+    MOE__SPLIT_LOOP(i, k0 / 2, in0, in1, (k1 + 1) / 2, moe__edge_fill(g, 0, R, i, k0, k1, 2, 2, 0, ae), MOE__LB16_STEP, NULL)
 #undef MOE__LB16_STEP
-    for (int v = 0; v < 2 * NH; v++) {
-      const __m256 s = moe__lb_scale_avx2(p, meta, gi, 16 * h0 + 8 * v);
+    for (int v = 0; v < 4; v++) {
+      const __m256 s = moe__lb_scale_avx2(p, meta, gi, 8 * v);
       for (int r = 0; r < R; r++) {
-        float *o = t + 64 * r + 16 * h0 + 8 * v;
+        float *o = t + 64 * r + 8 * v;
         _mm256_store_ps(o, _mm256_fmadd_ps(moe__lb_unit_avx2(p, acc[r][v]), s, _mm256_load_ps(o)));
       }
     }
@@ -6353,16 +6353,16 @@ MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, moe_precis
 #define MOE__DEC_STEP(edge)                                                                                           \
   {                                                                                                                   \
     const float *w = dec + 64 * (i - i0) + 32 * h;                                                                    \
-    const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16),                 \
+    const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16),                  \
                  wo1 = _mm256_load_ps(w + 24);                                                                        \
     for (int r = 0; r < R; r++) {                                                                                     \
       const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
       const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
-      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                     \
-      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                     \
+      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                      \
+      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                      \
     }                                                                                                                 \
   }
-    MOE__SPLIT_LOOP(i, s0, in0, in1, s1, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__DEC_STEP)
+    MOE__SPLIT_LOOP(i, s0, in0, in1, s1, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__DEC_STEP, pf)
 #undef MOE__DEC_STEP
     if (s1 < sp.pair1) { /* the group goes on in the next chunk */
       for (int r = 0; r < R; r++)
@@ -6384,16 +6384,17 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
   const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   const int32_t tiles = (g->mr + 3) / 4;
   const int64_t pairs = (g->kred + 1) / 2;
-  moe__pf pf = moe__pf_init(g, g->w, g->w + (size_t)np * g->panel_bytes); /* ahead of the chunks' decode */
+  moe__pf pf;
   memset(tot, 0, sizeof tot);
   if (g->mr <= 2) { /* decode: the weights stream once (both halves of a line pair), decoded in registers */
     for (int pi = 0; pi < np; pi++) {
-      if (g->mr == 1) moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 0, 2, 0, 1, tot + 32 * pi, NULL);
-      else moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 0, 2, 0, 2, tot + 32 * pi, NULL);
+      if (g->mr == 1) moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 1, tot + 32 * pi);
+      else moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 2, tot + 32 * pi);
     }
     moe__store_avx2(g, tot, gemm1);
     return;
   }
+  pf = moe__pf_init(g, g->w, g->w + (size_t)np * g->panel_bytes); /* ahead of the chunks' decode */
   for (int pi = 0; pi < np; pi++) {
     const uint8_t *codes = g->w + (size_t)pi * g->panel_bytes, *meta = codes + moe__meta_offset(p, g->kpad);
     for (int64_t i0 = 0; i0 < pairs; i0 += MOE__LB_CHUNK) {
