@@ -1,0 +1,460 @@
+/* moe_tiers/amx.h — the AMX tier of moe_gemm.h: AMX-BF16 and AMX-INT8 microkernels for every
+ * precision, and the C model of the tiles (MOE_AMX_EMULATE) that runs them on any x86 with AVX-512.
+ * Included by moe_gemm.h inside its implementation (after the AVX-512 tier, whose decoders and
+ * epilogues it shares); not a header to include on its own.
+ *
+ * Tiles go through a thin layer: MOE__TILE_*() are the AMX instructions, or, with MOE_AMX_EMULATE,
+ * a portable C model of the eight tile registers and palette 1 (so every AMX code path runs, and is
+ * tested, on any x86 with AVX-512). The kernels read the packed panels the AVX-512 kernels read: a
+ * decoded (or, for bf16 and int8, the stored) line is one B-tile row of 16 columns, so a panel of 32
+ * columns is two B tiles per k step. The integer tiles (int8: tdpbusd, u8 x s8; W4A8: tdpbsud,
+ * (a - 128) x code) give the exact sums of vpdpbusd: those precisions are bitwise the same on the AMX
+ * and AVX-512 tiers. tdpbf16ps rounds differently from vdpbf16ps (two FP32 sums per instruction,
+ * DAZ/FTZ), so bf16-activation precisions agree with the other tiers to rounding.
+ * The configuration is loaded once per thread and kept (moe__amx_config); the layer releases it at
+ * the end of each thread's part of the experts' region (moe__amx_release). */
+#if defined(MOE__HAVE_AVX512) && !defined(MOE_NO_AMX)
+#define MOE__HAVE_AMX 1
+#if defined(__cplusplus)
+#define MOE__TLS thread_local
+#else
+#define MOE__TLS __thread
+#endif
+
+/* ldtilecfg's 64-byte operand, palette 1 */
+typedef struct moe__tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} moe__tilecfg;
+
+#ifdef MOE_AMX_EMULATE
+#define MOE__AMX_EMULATED 1
+#define MOE__AMX_T MOE__T_BASE ",avx512bf16,avx512vnni,avx512vbmi"
+/* The model: Intel SDM vol. 2, TILELOADD/TILESTORED/TILEZERO/LDTILECFG/TILERELEASE and TDPBF16PS,
+ * TDPBUSD, TDPBSUD (pseudocode also at felixcloutier.com/x86/tdpbf16ps): rows and colsb from the
+ * configuration, bytes past colsb and rows past rows read as zero; TDPBF16PS keeps two FP32 sums per
+ * output (even and odd pair elements) over the instruction's k, each step an FMA with DAZ and FTZ
+ * and round to nearest even, then adds their sum to the destination; the integer forms add each
+ * k quad's four byte products, as a 32-bit sum, to the destination (wrapping). */
+typedef struct moe__emu_tiles {
+  uint8_t t[8][16][64];
+  uint16_t colsb[8];
+  uint8_t rows[8];
+} moe__emu_tiles;
+static MOE__TLS moe__emu_tiles moe__emu;
+static inline void moe__emu_cfg(const moe__tilecfg *c) {
+  memset(&moe__emu, 0, sizeof moe__emu);
+  if (c)
+    for (int i = 0; i < 8; i++) moe__emu.colsb[i] = c->colsb[i], moe__emu.rows[i] = c->rows[i];
+}
+static inline void moe__emu_load(int t, const void *base, size_t stride) {
+  memset(moe__emu.t[t], 0, sizeof moe__emu.t[t]);
+  for (int r = 0; r < moe__emu.rows[t]; r++) memcpy(moe__emu.t[t][r], (const uint8_t *)base + (size_t)r * stride, moe__emu.colsb[t]);
+}
+static inline void moe__emu_store(int t, void *base, size_t stride) {
+  for (int r = 0; r < moe__emu.rows[t]; r++) memcpy((uint8_t *)base + (size_t)r * stride, moe__emu.t[t][r], moe__emu.colsb[t]);
+}
+static inline void moe__emu_zero(int t) { memset(moe__emu.t[t], 0, sizeof moe__emu.t[t]); }
+/* DAZ and FTZ: a subnormal reads (or is written) as zero of its sign */
+static inline float moe__emu_flush(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if ((u & 0x7F800000u) == 0) u &= 0x80000000u;
+  memcpy(&v, &u, 4);
+  return v;
+}
+static inline float moe__emu_bf16(const uint8_t *p) { return moe__emu_flush(moe_bf16_to_f32((uint16_t)(p[0] | p[1] << 8))); }
+static inline void moe__emu_dpbf16ps(int c, int a, int b) {
+  for (int m = 0; m < moe__emu.rows[c]; m++) {
+    float tmp[32] = {0}, d;
+    for (int k = 0; k < moe__emu.colsb[a] / 4; k++)
+      for (int n = 0; n < moe__emu.colsb[c] / 4; n++)
+        for (int e = 0; e < 2; e++)
+          tmp[2 * n + e] = moe__emu_flush(fmaf(moe__emu_bf16(moe__emu.t[a][m] + 4 * k + 2 * e), moe__emu_bf16(moe__emu.t[b][k] + 4 * n + 2 * e), tmp[2 * n + e]));
+    for (int n = 0; n < moe__emu.colsb[c] / 4; n++) {
+      memcpy(&d, moe__emu.t[c][m] + 4 * n, 4);
+      d = moe__emu_flush(moe__emu_flush(d) + moe__emu_flush(tmp[2 * n] + tmp[2 * n + 1]));
+      memcpy(moe__emu.t[c][m] + 4 * n, &d, 4);
+    }
+  }
+}
+/* a_signed / b_signed: which operand's bytes are int8 (TDPBUSD: b; TDPBSUD: a) */
+static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed) {
+  for (int m = 0; m < moe__emu.rows[c]; m++)
+    for (int n = 0; n < moe__emu.colsb[c] / 4; n++) {
+      uint32_t d;
+      memcpy(&d, moe__emu.t[c][m] + 4 * n, 4);
+      for (int k = 0; k < moe__emu.colsb[a] / 4; k++) {
+        int32_t s = 0;
+        for (int i = 0; i < 4; i++) {
+          uint8_t x = moe__emu.t[a][m][4 * k + i], y = moe__emu.t[b][k][4 * n + i];
+          s += (a_signed ? (int32_t)(int8_t)x : (int32_t)x) * (b_signed ? (int32_t)(int8_t)y : (int32_t)y);
+        }
+        d += (uint32_t)s;
+      }
+      memcpy(moe__emu.t[c][m] + 4 * n, &d, 4);
+    }
+}
+#define MOE__TILE_CONFIG(cfg) moe__emu_cfg(cfg)
+#define MOE__TILE_RELEASE() moe__emu_cfg(NULL)
+#define MOE__TILE_LOAD(t, base, stride) moe__emu_load(t, base, stride)
+#define MOE__TILE_STORE(t, base, stride) moe__emu_store(t, base, stride)
+#define MOE__TILE_ZERO(t) moe__emu_zero(t)
+#define MOE__TILE_DPBF16PS(c, a, b) moe__emu_dpbf16ps(c, a, b)
+#define MOE__TILE_DPBUSD(c, a, b) moe__emu_dpb(c, a, b, 0, 1)
+#define MOE__TILE_DPBSUD(c, a, b) moe__emu_dpb(c, a, b, 1, 0)
+#define MOE__AMX_FEATURES 0u
+#else
+#define MOE__AMX_EMULATED 0
+#define MOE__AMX_T MOE__T_BASE ",avx512bf16,avx512vnni,avx512vbmi,amx-tile,amx-bf16,amx-int8"
+#define MOE__TILE_CONFIG(cfg) _tile_loadconfig(cfg)
+#define MOE__TILE_RELEASE() _tile_release()
+#define MOE__TILE_LOAD(t, base, stride) _tile_loadd(t, base, (long)(stride))
+#define MOE__TILE_STORE(t, base, stride) _tile_stored(t, base, (long)(stride))
+#define MOE__TILE_ZERO(t) _tile_zero(t)
+#define MOE__TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
+#define MOE__TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
+#define MOE__TILE_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#define MOE__AMX_FEATURES (MOE_CPU_AMX_TILE | MOE_CPU_AMX_BF16 | MOE_CPU_AMX_INT8)
+#endif
+#define MOE__AMX_FN __attribute__((target(MOE__AMX_T))) static inline
+#define MOE__AMX_FEATURES_ALL (MOE__AVX512_BF16_VBMI_FEATURES | MOE_CPU_AVX512VNNI | MOE__AMX_FEATURES)
+
+/* ---- the microkernel ------------------------------------------------------------------------------
+ * Every tile is 16 rows x 64 bytes (one configuration for every precision, loaded once per thread):
+ *
+ *   tmm0..3  C: 16 rows x 16 f32 / int32
+ *   tmm4, 5  A: row tiles 0 and 1 (rows 0-15, 16-31) x one k step
+ *   tmm6, 7  B: one panel's columns 0-15 and 16-31 x one k step (16 lines of layout (a))
+ *
+ * A k step is 64 bytes of a row: 32 bf16 k (tdpbf16ps) or 64 int8 k (tdpbusd, tdpbsud). A call runs
+ * k in chunks of MOE__AMX_KC steps. Per chunk the rows' activations are copied once into an L1
+ * block in tile order, and each panel's B tiles are read once for both row tiles (stored lines in
+ * place; low-bit lines decoded into an L1 block):
+ *
+ *   chunk ─► A: a[rt][step] 16 x 64 B ─► rows > 16, two panels: pass per panel, 2x2 blocking
+ *            B: stored lines, or b[panel][step][half]     C0 C1 = rt0 x (cols 0-15, 16-31)
+ *                                                        C2 C3 = rt1 x (cols 0-15, 16-31)
+ *                                                      (C reloaded from cbuf between passes)
+ *                                     otherwise one pass, C resident: 2x2, 1x4 (C0 C1 panel 0,
+ *                                     C2 C3 panel 1) or 1x2
+ *
+ * C stays in the tiles over a whole scale group, then goes through cbuf into the totals as in the
+ * AVX-512 low-bit kernels (tot = fma(sum, scale, tot): FP8, INT4). bf16, int8 and MXFP4 have one
+ * group: MXFP4's e8m0 scale is folded into the decoded bf16 weights, which is exact for a power of
+ * two in bf16's normal range (calls with a scale outside it run the AVX-512 kernel). */
+#define MOE__AMX_KC 8 /* k steps per chunk: A 2 x 8 KB and a decoded panel 16 KB stay in L1 */
+
+/* The thread's loaded configuration (0: none). */
+static MOE__TLS int moe__amx_loaded;
+MOE__AMX_FN void moe__amx_config(void) {
+  moe__tilecfg cfg;
+  if (moe__amx_loaded) return;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  MOE__TILE_CONFIG(&cfg);
+  moe__amx_loaded = 1;
+}
+/* The end of a thread's tile use (the layer calls it when a thread's region work ends). */
+MOE__AMX_FN void moe__amx_release(void) {
+  if (!moe__amx_loaded) return;
+  MOE__TILE_RELEASE();
+  moe__amx_loaded = 0;
+}
+
+enum { MOE__AMX_BF16, MOE__AMX_BUSD, MOE__AMX_BSUD };              /* the dot product of a precision */
+enum { MOE__AMX_2X2 = 0, MOE__AMX_1X4 = 1, MOE__AMX_1X2 = 2 };     /* C tile shapes of a pass     */
+
+/* One B tile pair: columns 0-15 at t0, 16-31 at t1, rows `stride` bytes apart. */
+typedef struct moe__amx_b {
+  const uint8_t *t0, *t1;
+  size_t stride;
+} moe__amx_b;
+
+/* A call's state: its plan, and the L1 blocks it works in. */
+typedef struct moe__amx_call {
+  MOE__ALIGN64 uint8_t a[2][MOE__AMX_KC][16 * 64];       /* A tiles of the chunk                 */
+  MOE__ALIGN64 uint8_t b[2][MOE__AMX_KC][2][16 * 64];    /* decoded B tiles (or the K tail's)    */
+  MOE__ALIGN64 int32_t c[2][2][2][16 * 16];              /* C between passes: [rt][panel][half]  */
+  moe__amx_b bt[2][MOE__AMX_KC];                         /* the chunk's B tiles per panel, step  */
+  moe_precision p;
+  int a8, dot, np, nrt, shape;
+  int64_t ks, steps, gsteps; /* k per step; steps of the call; steps per scale group                */
+  int64_t kgroup;            /* k per scale group of the packed meta (1: none)                     */
+  const uint8_t *codes[2];
+  moe__tables tab;
+  moe__lowbit L;
+  const uint8_t *pf, *pf_end; /* w_next, prefetched a few lines per step                           */
+  int pf_lines;
+} moe__amx_call;
+
+/* The dot product of tiles c += a . b in the call's precision (tile numbers are immediates). */
+#define MOE__AMX_DOT(C, c, a, b)                                                                   \
+  do {                                                                                             \
+    if ((C)->dot == MOE__AMX_BF16) MOE__TILE_DPBF16PS(c, a, b);                                    \
+    else if ((C)->dot == MOE__AMX_BUSD) MOE__TILE_DPBUSD(c, a, b);                                 \
+    else MOE__TILE_DPBSUD(c, a, b);                                                                \
+  } while (0)
+
+/* Copies the A tiles of steps [s0, s0 + n): row r of row tile rt from a[16 rt + r], k past kred
+ * zero (W4A8: the activations as a - 128, tdpbsud's signed operand). Rows past mr stay zero. */
+MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64_t s0, int n) {
+  const int64_t elt = C->a8 ? 1 : 2;
+  const __m512i flip = _mm512_set1_epi8(C->p == MOE_PREC_INT4_W4A8 ? (char)0x80 : 0);
+  for (int32_t row = 0; row < g->mr; row++) {
+    const uint8_t *src = (const uint8_t *)g->a[row];
+    uint8_t *dst = C->a[row >> 4][0] + 64 * (row & 15);
+    for (int s = 0; s < n; s++) {
+      const int64_t k0 = (s0 + s) * C->ks, left = (g->kred - k0) * elt;
+      const __mmask64 mk = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+      _mm512_store_si512(dst + (size_t)s * 1024, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, src + k0 * elt), _mm512_maskz_mov_epi8(mk, flip)));
+    }
+  }
+}
+
+/* The B tiles of panel i for steps [s0, s0 + n). Stored lines (bf16, int8) are read in place
+ * (two lines per B-tile row: stride 128); the step that reaches past the codes (k tail) and the
+ * low-bit formats go to C->b, lines past the codes zero. */
+MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t s0, int n, int64_t kpad) {
+  const uint8_t *codes = C->codes[i];
+  const moe__lowbit *L = &C->L;
+  for (int s = 0; s < n; s++) {
+    const int64_t step = s0 + s, k0 = step * C->ks;
+    uint8_t *b0 = C->b[i][s][0], *b1 = C->b[i][s][1];
+    moe__amx_b *bt = &C->bt[i][s];
+    int64_t valid; /* B rows of this step inside the codes */
+    bt->t0 = b0, bt->t1 = b1, bt->stride = 64;
+    switch (C->p) {
+    case MOE_PREC_FP8: /* one k pair per line, layout (b) */
+      valid = kpad / 2 - k0 / 2;
+      for (int r = 0; r < 16; r++) {
+        __m512bh c0 = (__m512bh)_mm512_setzero_si512(), c1 = c0;
+        if (r < valid) moe__fp8_line(codes + 64 * (size_t)(k0 / 2 + r), &C->tab, &c0, &c1);
+        _mm512_store_si512(b0 + 64 * r, (__m512i)c0), _mm512_store_si512(b1 + 64 * r, (__m512i)c1);
+      }
+      break;
+    case MOE_PREC_INT4_W4A16: case MOE_PREC_MXFP4: { /* 8 k per line pair, layout (c) */
+      const int mx = C->p == MOE_PREC_MXFP4;
+      const __m512i tab = mx ? C->tab.hi0 : C->tab.lo0, low15 = _mm512_set1_epi16(0x7FFF);
+      __m512i adj[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* INT4: zero words; MXFP4: exponent adds */
+      if (!mx) {
+        __m512i zw[4];
+        moe__lowbit_zero_words(L, k0 / C->kgroup, 2, zw);
+        adj[0] = zw[2 * i], adj[1] = zw[2 * i + 1];
+      } else
+        for (int h = 0; h < 2; h++) {
+          const uint8_t *e = L->meta[i] + (size_t)(k0 / 32) * MOE_NR + 16 * h;
+          __m512i d = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)e)), _mm512_set1_epi32(127)), 7);
+          d = _mm512_and_si512(d, _mm512_set1_epi32(0xFFFF));
+          adj[h] = _mm512_or_si512(d, _mm512_slli_epi32(d, 16));
+        }
+      valid = kpad / 8 - k0 / 8;
+      for (int q = 0; q < 4; q++)
+        for (int h = 0; h < 2; h++) {
+          const __m512i line = q < valid ? _mm512_load_si512(codes + 128 * (size_t)(k0 / 8 + q) + 64 * h) : _mm512_setzero_si512();
+          for (int j = 0; j < 4; j++) {
+            __m512i v = (__m512i)(mx ? moe__b4_pair(line, j, tab) : moe__b4_pair_zero(line, j, adj[h], tab));
+            if (mx) v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, low15), v, adj[h]);
+            if (q >= valid) v = _mm512_setzero_si512();
+            _mm512_store_si512((h ? b1 : b0) + 64 * (4 * q + j), v);
+          }
+        }
+      break;
+    }
+    case MOE_PREC_INT4_W4A8: /* 4 k per line, layout (d) */
+      valid = kpad / 4 - k0 / 4;
+      for (int r = 0; r < 16; r++) {
+        __m512i c0 = _mm512_setzero_si512(), c1 = c0;
+        if (r < valid) moe__q4_line(codes + 64 * (size_t)(k0 / 4 + r), &c0, &c1);
+        _mm512_store_si512(b0 + 64 * r, c0), _mm512_store_si512(b1 + 64 * r, c1);
+      }
+      break;
+    default: { /* bf16, int8: two stored lines per B-tile row */
+      const int kr = C->a8 ? 4 : 2;
+      const uint8_t *at = codes + 128 * (size_t)(k0 / kr);
+      valid = kpad / kr - k0 / kr;
+      if (valid >= 16) {
+        bt->t0 = at, bt->t1 = at + 64, bt->stride = 128;
+        break;
+      }
+      for (int r = 0; r < 16; r++) {
+        const __m512i z = _mm512_setzero_si512();
+        _mm512_store_si512(b0 + 64 * r, r < valid ? _mm512_load_si512(at + 128 * r) : z);
+        _mm512_store_si512(b1 + 64 * r, r < valid ? _mm512_load_si512(at + 128 * r + 64) : z);
+      }
+    }
+    }
+  }
+}
+
+/* The cbuf block of C tile t in a pass of `shape` over panel i. */
+static inline int32_t *moe__amx_cbuf(moe__amx_call *C, int shape, int i, int t) {
+  if (shape == MOE__AMX_2X2) return C->c[t >> 1][i][t & 1];
+  return C->c[0][shape == MOE__AMX_1X4 ? t >> 1 : 0][t & 1];
+}
+
+/* A few lines of the caller's next weights into L2 per k step. */
+MOE__AMX_FN void moe__amx_prefetch(moe__amx_call *C) {
+  for (int l = 0; l < C->pf_lines && C->pf < C->pf_end; l++, C->pf += 64) _mm_prefetch((const char *)C->pf, _MM_HINT_T1);
+}
+
+/* n steps of one pass: panel i (2x2, 1x2) or both panels (1x4). */
+MOE__AMX_FN void moe__amx_steps(moe__amx_call *C, int i, int n) {
+  for (int s = 0; s < n; s++) {
+    const moe__amx_b *b0 = &C->bt[i][s], *b1 = &C->bt[1][s];
+    MOE__TILE_LOAD(4, C->a[0][s], 64);
+    MOE__TILE_LOAD(6, b0->t0, b0->stride);
+    MOE__AMX_DOT(C, 0, 4, 6);
+    MOE__TILE_LOAD(7, b0->t1, b0->stride);
+    MOE__AMX_DOT(C, 1, 4, 7);
+    if (C->shape == MOE__AMX_2X2) {
+      MOE__TILE_LOAD(5, C->a[1][s], 64);
+      MOE__AMX_DOT(C, 2, 5, 6);
+      MOE__AMX_DOT(C, 3, 5, 7);
+    } else if (C->shape == MOE__AMX_1X4) {
+      MOE__TILE_LOAD(6, b1->t0, b1->stride);
+      MOE__AMX_DOT(C, 2, 4, 6);
+      MOE__TILE_LOAD(7, b1->t1, b1->stride);
+      MOE__AMX_DOT(C, 3, 4, 7);
+    }
+    moe__amx_prefetch(C);
+  }
+}
+
+/* The C tiles of a pass from cbuf (zero at a group's start), and back. */
+MOE__AMX_FN void moe__amx_load_c(moe__amx_call *C, int i, int zero) {
+  const int four = C->shape != MOE__AMX_1X2;
+  if (zero) {
+    MOE__TILE_ZERO(0);
+    MOE__TILE_ZERO(1);
+    if (four) {
+      MOE__TILE_ZERO(2);
+      MOE__TILE_ZERO(3);
+    }
+    return;
+  }
+  MOE__TILE_LOAD(0, moe__amx_cbuf(C, C->shape, i, 0), 64);
+  MOE__TILE_LOAD(1, moe__amx_cbuf(C, C->shape, i, 1), 64);
+  if (four) {
+    MOE__TILE_LOAD(2, moe__amx_cbuf(C, C->shape, i, 2), 64);
+    MOE__TILE_LOAD(3, moe__amx_cbuf(C, C->shape, i, 3), 64);
+  }
+}
+MOE__AMX_FN void moe__amx_store_c(moe__amx_call *C, int i) {
+  MOE__TILE_STORE(0, moe__amx_cbuf(C, C->shape, i, 0), 64);
+  MOE__TILE_STORE(1, moe__amx_cbuf(C, C->shape, i, 1), 64);
+  if (C->shape != MOE__AMX_1X2) {
+    MOE__TILE_STORE(2, moe__amx_cbuf(C, C->shape, i, 2), 64);
+    MOE__TILE_STORE(3, moe__amx_cbuf(C, C->shape, i, 3), 64);
+  }
+}
+
+/* The end of scale group gi over k [k0, k1): its sums, scaled, into the totals (FP8, INT4). */
+MOE__AMX_FN void moe__amx_finish_group(const moe_gemm_args *g, moe__amx_call *C, int64_t gi, int64_t k0, int64_t k1) {
+  int32_t asum[MOE_BLOCK_M]; /* W4A8: sum_k (a - 128) of each row over the group */
+  if (C->a8)
+    for (int32_t row = 0; row < g->mr; row++) asum[row] = moe__sum_s8((const uint8_t *)g->a[row] + k0, k1 - k0);
+  for (int v = 0; v < 2 * C->np; v++) {
+    const __m512 scale = moe__lowbit_scale(&C->L, gi, v);
+    const __m512i zero = C->a8 ? moe__lowbit_zero(&C->L, gi, v) : _mm512_setzero_si512();
+    for (int32_t row = 0; row < g->mr; row++) {
+      const __m512i s = _mm512_load_si512(C->c[row >> 4][v >> 1][v & 1] + 16 * (row & 15));
+      moe__lowbit_finish(&C->L, row, v, C->a8 ? moe__lowbit_isum(s, zero, asum[row]) : _mm512_castsi512_ps(s), scale);
+    }
+  }
+}
+
+/* The epilogue of the one-group precisions (bf16, int8, MXFP4) from cbuf. */
+MOE__AMX_FN void moe__amx_store(const moe_gemm_args *g, moe__amx_call *C, int gemm1) {
+  for (int32_t row = 0; row < g->mr; row++) {
+    __m512 v[4];
+    for (int q = 0; q < 4; q++) {
+      const int i = q >> 1 < C->np ? q >> 1 : 0;
+      const __m512i s = _mm512_load_si512(C->c[row >> 4][i][q & 1] + 16 * (row & 15));
+      v[q] = C->p == MOE_PREC_INT8 ? moe__qc8_dequant(s, C->codes[i] - moe__codes_offset(C->p), q & 1, g->a_scale[row]) : _mm512_castsi512_ps(s);
+    }
+    if (gemm1) moe__gemm1_store_avx512(g, row, v[0], v[1], v[2], v[3]);
+    else moe__gemm2_store_avx512(g, row, 2 * C->np, v[0], v[1], v[2], v[3]);
+  }
+}
+
+/* MXFP4's e8m0 scales of the call's panels all in [2, 252]: folded into bf16 weights, exactly. */
+MOE__AMX_FN int moe__amx_e8m0_foldable(const moe_gemm_args *g, const moe__amx_call *C) {
+  const size_t n = (size_t)moe__cdiv(g->kred, 32) * MOE_NR;
+  __mmask64 bad = 0;
+  for (int i = 0; i < C->np; i++)
+    for (size_t o = 0; o < n; o += 64) {
+      const __mmask64 mk = n - o >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - o)) - 1);
+      const __m512i e = _mm512_maskz_loadu_epi8(mk, C->L.meta[i] + o);
+      bad |= _mm512_mask_cmplt_epu8_mask(mk, e, _mm512_set1_epi8(2)) | _mm512_mask_cmpgt_epu8_mask(mk, e, _mm512_set1_epi8((char)252));
+    }
+  return !bad;
+}
+
+/* The AMX kernel of precision p: gemm1 (gate and up panels, activation) or gemm2 (1-2 panels).
+ * 0 when the call does not fit the tiles (the caller runs the AVX-512 kernel). */
+MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1) {
+  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
+  moe__amx_call C;
+  const int64_t kg = g->kgroup && p != MOE_PREC_MXFP4 ? g->kgroup : 0; /* scale groups applied as sums */
+  C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1, C.nrt = g->mr > 16 ? 2 : 1;
+  C.dot = !C.a8 ? MOE__AMX_BF16 : p == MOE_PREC_INT4_W4A8 ? MOE__AMX_BSUD : MOE__AMX_BUSD;
+  C.ks = C.a8 ? 64 : 32;
+  if (kg % C.ks) return 0;
+  C.shape = C.nrt == 2 ? MOE__AMX_2X2 : C.np == 2 ? MOE__AMX_1X4 : MOE__AMX_1X2;
+  C.steps = moe__cdiv(g->kred, C.ks);
+  C.kgroup = g->kgroup ? g->kgroup : 1;
+  C.gsteps = kg ? kg / C.ks : C.steps;
+  for (int i = 0; i < C.np; i++) C.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
+  if (C.np == 1) C.codes[1] = C.codes[0];
+  moe__tables_of(p, &C.tab);
+  moe__lowbit_init(p, g, C.np, &C.tab, tot, &C.L);
+  if (p == MOE_PREC_MXFP4 && !moe__amx_e8m0_foldable(g, &C)) return 0;
+  C.pf = g->w_next, C.pf_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
+  C.pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C.steps * C.np) : 0;
+  if (kg) memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
+  if (g->mr & 15) memset(C.a[C.nrt - 1], 0, sizeof C.a[0]); /* rows past mr: zero, never rewritten */
+  if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
+  moe__amx_config();
+  for (int64_t g0 = 0; g0 < C.steps; g0 += C.gsteps) {
+    const int64_t g1 = g0 + C.gsteps < C.steps ? g0 + C.gsteps : C.steps;
+    const int passes = C.shape == MOE__AMX_2X2 ? C.np : 1;
+    for (int64_t c0 = g0; c0 < g1; c0 += MOE__AMX_KC) {
+      const int n = (int)(g1 - c0 < MOE__AMX_KC ? g1 - c0 : MOE__AMX_KC);
+      moe__amx_pack_a(g, &C, c0, n);
+      for (int i = 0; i < C.np; i++) moe__amx_prepare_b(&C, i, c0, n, g->kpad);
+      for (int i = 0; i < passes; i++) {
+        if (passes > 1 || c0 == g0) moe__amx_load_c(&C, i, c0 == g0);
+        moe__amx_steps(&C, i, n);
+        if (passes > 1) moe__amx_store_c(&C, i);
+      }
+    }
+    if (passes == 1) moe__amx_store_c(&C, 0);
+    if (kg) moe__amx_finish_group(g, &C, g0 / C.gsteps, g0 * C.ks, g1 * C.ks < g->kred ? g1 * C.ks : g->kred);
+  }
+  if (kg) moe__lowbit_store(g, tot, gemm1, C.np, C.a8);
+  else moe__amx_store(g, &C, gemm1);
+  return 1;
+}
+
+/* The AMX microkernels of the list (names: <MR>x<NR>c<KR> of the tiles' rows, columns and k per B
+ * row). Calls whose scale groups do not hold whole k steps (FP8 blocks or INT4 groups that are
+ * not a multiple of 32 k, W4A8 of 64), and MXFP4 calls with extreme scales, run the AVX-512 kernel. */
+#define MOE__AMX_ATTR __attribute__((target(MOE__AMX_T))) static inline
+#define MOE__AMX_UKERNELS(fam, kr, prec, avx1, avx2)                                                                    \
+  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_16x32c##kr##__amx(const moe_gemm_args *g) {                            \
+    if (!moe__amx_gemm(prec, g, 1)) avx1(g);                                                                           \
+  }                                                                                                                    \
+  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_16x64c##kr##__amx(const moe_gemm_args *g) {                            \
+    if (!moe__amx_gemm(prec, g, 0)) avx2(g);                                                                           \
+  }
+MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16, moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
+MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8, moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni, moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni)
+MOE__AMX_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8, moe_bf16_fp8w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_fp8w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
+MOE__AMX_UKERNELS(qu8_qc4w, 4, MOE_PREC_INT4_W4A8, moe_qu8_qc4w_gemm1_ukernel_5x32c4__avx512vnni, moe_qu8_qc4w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni)
+MOE__AMX_UKERNELS(bf16_qc4w, 2, MOE_PREC_INT4_W4A16, moe_bf16_qc4w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_qc4w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
+MOE__AMX_UKERNELS(bf16_mxfp4w, 2, MOE_PREC_MXFP4, moe_bf16_mxfp4w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_mxfp4w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
+#undef MOE__AMX_UKERNELS
+#endif /* AMX */
