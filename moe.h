@@ -209,20 +209,30 @@ typedef struct moe__layer {
   void *xa;                    /* x prepared for GEMM1: u8, or bf16 from fp16/f32 (bf16 x: in place) */
   float *h, *h_scale;          /* [cap][N_max] f32 activation outputs; A8 row scales             */
   void *ha;                    /* h prepared for GEMM2: bf16 or u8 [cap][N_max]                  */
+  uint8_t *xs;                 /* AMX: GEMM1 rows gathered per block, ldxs bytes apart, or NULL  */
+  int64_t ldxs;
   float *acc, *acc_shared;     /* [mc][K] f32 sums of the routed experts' outputs; the shared one */
 } moe__layer;
 
 typedef struct moe__ws_plan {
-  size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, total;
+  size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, xs, total;
   int64_t cap;
 } moe__ws_plan;
 
 static inline size_t moe__elt(moe_dtype t) { return t == MOE_F32 ? 4 : 2; }
 
+/* The AMX tier loads GEMM1's A tiles in place from the block's rows gathered at a fixed stride
+ * (W4A8 copies its rows anyway, as a - 128): the row bytes, plus a line so that a tile's 16 rows
+ * do not share one L1 set. 0 when nothing is gathered. */
+static inline int64_t moe__xs_stride(const moe__layer *L) {
+  if (L->kern->isa != MOE_ISA_AMX || L->p == MOE_PREC_INT4_W4A8) return 0;
+  return (int64_t)moe__round_up((size_t)L->K * (L->a8 ? 1 : 2), 64) + 64;
+}
+
 /* Workspace pieces for a chunk of mc tokens, each rounded to 64 bytes; 0 total on overflow. */
 static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   moe__ws_plan w;
-  size_t sz[14], t = 0;
+  size_t sz[15], t = 0;
   int64_t cap = (int64_t)moe_sort_capacity(mc, L->topk > 0 ? L->topk : 1, (int32_t)L->ex->E, MOE_BLOCK_M);
   size_t a_elt = L->a8 ? 1 : 2;
   memset(&w, 0, sizeof w);
@@ -242,12 +252,14 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[11] = (size_t)mc * (size_t)L->K * 4;
   sz[12] = (size_t)(cap / MOE_BLOCK_M + 1) * 4;
   sz[13] = 2 * sz[12];
-  for (int i = 0; i < 14; i++) {
+  sz[14] = (size_t)cap * (size_t)moe__xs_stride(L);
+  for (int i = 0; i < 15; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
   }
   w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.acc_shared = sz[3], w.xf = sz[4], w.x_scale = sz[5];
   w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.acc = sz[11], w.groups = sz[12], w.sync = sz[13];
+  w.xs = sz[14];
   if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
   return w;
 }
@@ -268,7 +280,9 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->h = (float *)b, b += w->h;
   L->h_scale = (float *)b, b += w->h_scale;
   L->ha = b, b += w->ha;
-  L->acc = (float *)b;
+  L->acc = (float *)b, b += w->acc;
+  L->xs = w->xs ? b : NULL;
+  L->ldxs = moe__xs_stride(L);
 }
 
 /* Experts in the whole model: n_global with an expert map (0 means E), else the local E. */
@@ -484,6 +498,22 @@ static inline const moe_gemm_config *moe__block_kernel(const moe__layer *L, int3
   return L->kern_small && rows < MOE_AMX_MIN_ROWS ? L->kern_small : L->kern;
 }
 
+/* 1 when a block of `rows` rows runs GEMM1 on gathered rows (moe__xs_stride). */
+static inline int moe__gathered(const moe__layer *L, int32_t rows) {
+  return L->xs && moe__block_kernel(L, rows)->isa == MOE_ISA_AMX;
+}
+
+/* Block b's GEMM1 rows to xs, when its kernel loads them in place. */
+static inline void moe__gather_block(void *arg, int64_t b) {
+  const moe__layer *L = (const moe__layer *)arg;
+  const size_t bytes = (size_t)L->K * (L->a8 ? 1 : 2);
+  if (!moe__gathered(L, L->block_rows[b])) return;
+  for (int32_t r = 0; r < L->block_rows[b]; r++) {
+    int64_t row = b * MOE_BLOCK_M + r;
+    memcpy(L->xs + row * L->ldxs, moe__a_row(L, moe__slot_token(L, L->sorted[row])), bytes);
+  }
+}
+
 /* GEMM1 of block b, h panel p: h rows of the block, columns 32p..32p+31; next_p is the panel the
  * task reads next (-1: none), a prefetch hint. */
 static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, int64_t next_p) {
@@ -499,10 +529,11 @@ static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, i
   g.nr = (int32_t)(X->N - p * MOE_NR < MOE_NR ? X->N - p * MOE_NR : MOE_NR);
   for (int32_t r = 0; r < g.mr; r++) {
     int64_t m = moe__slot_token(L, L->sorted[row0 + r]);
-    a[r] = moe__a_row(L, m);
+    a[r] = moe__gathered(L, g.mr) ? (const void *)(L->xs + (row0 + r) * L->ldxs) : moe__a_row(L, m);
     a_scale[r] = L->a8 ? L->x_scale[m] : 1.0f;
   }
   g.a = a;
+  g.lda = moe__gathered(L, g.mr) ? L->ldxs : 0;
   g.a_scale = a_scale;
   g.w = X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes;
   g.panel_bytes = X->panel13_bytes;
@@ -556,6 +587,7 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
     c_rows[r] = (s < L->mc * L->topk ? L->acc : L->acc_shared) + m * L->K + q * 2 * MOE_NR;
   }
   g.a = a;
+  g.lda = (int64_t)L->N_max * (L->a8 ? 1 : 2); /* h rows are consecutive */
   g.a_scale = L->h_scale + row0;
   g.w = X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
   g.panel_bytes = X->panel2_bytes;
@@ -729,6 +761,7 @@ static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
   moe__parallel_if(par, moe__prepare_token, L, L->mc, L->mc * L->K);
   moe__lap(L, MOE_PHASE_PREPARE, &t);
   moe__sort_chunk(L); /* ids were validated for the whole call */
+  if (L->xs) moe__parallel_if(par, moe__gather_block, L, L->n_blocks, L->n_blocks * MOE_BLOCK_M * L->K);
   moe__lap(L, MOE_PHASE_SORT, &t);
   moe__run_experts(L, par);
   moe__lap_experts(L, &t);

@@ -119,6 +119,8 @@ typedef struct moe_gemm_args {
   float *c;                 /* gemm1: mr x nr outputs, f32, row stride ldc                      */
   int64_t ldc;
   float *const *c_rows;     /* gemm2: mr output rows, f32, accumulated into                     */
+  int64_t lda;              /* bytes between rows when a[r] = a[0] + r * lda, else 0: then a tile
+                               kernel may read rows up to the next multiple of 16 (any values)  */
 } moe_gemm_args;
 typedef void (*moe_gemm_ukernel)(const moe_gemm_args *args);
 

@@ -93,7 +93,7 @@ double probe_bandwidth(probe_ctx *c, bench_pool *pool) {
 #define PEAK_CHAINS 16
 #define PEAK_UNROLL _Pragma("GCC unroll 16")
 
-enum { PEAK_VNNI, PEAK_BF16, PEAK_FMA, PEAK_FMA_YMM, PEAK_MADDUBS, PEAK_VNNI_YMM };
+enum { PEAK_VNNI, PEAK_BF16, PEAK_FMA, PEAK_FMA_YMM, PEAK_MADDUBS, PEAK_VNNI_YMM, PEAK_TDPBF16, PEAK_TDPBUSD };
 
 typedef struct peak_ctx {
   int kind;       /* PEAK_* */
@@ -177,6 +177,66 @@ __attribute__((target("avx2,avxvnni"))) static float peak_loop_vnni_ymm(void) {
   return (float)_mm256_extract_epi32(acc[0], 0);
 }
 
+/* The AMX tiles, tile-only: four independent C tiles (tmm0-3) over A and B tiles loaded once
+ * (tmm4-7, 16 rows x 64 bytes), the 2x2 pattern of the kernels without their loads. tdpbf16ps is
+ * 16 x 16 x 32 bf16 MACs (16384 flops), tdpbusd 16 x 16 x 64 byte MACs (32768 ops). PEAK_ITERS / 16
+ * rounds of 4: a tile product takes 16 cycles where a vector one takes 1. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PEAK_HAVE_TILES 1
+#define PEAK_TILE_ITERS (PEAK_ITERS / 16)
+typedef struct peak_tilecfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} peak_tilecfg;
+__attribute__((target("amx-tile"))) static void peak_tiles_begin(void) {
+  uint8_t ab[1024]; /* bf16 0x3C3C (~0.011) and bytes 60: finite and non-zero, nothing special-cased */
+  peak_tilecfg cfg;
+  memset(ab, 0x3C, sizeof ab);
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  __asm__ volatile("" : : "r"(&cfg) : "memory"); /* gcc's ldtilecfg claims to read one byte only */
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ab, 64);
+  _tile_loadd(5, ab, 64);
+  _tile_loadd(6, ab, 64);
+  _tile_loadd(7, ab, 64);
+}
+__attribute__((target("amx-tile"))) static float peak_tiles_end(void) {
+  float c[16 * 16];
+  _tile_stored(0, c, 64);
+  _tile_release();
+  return c[0];
+}
+__attribute__((target("amx-tile,amx-bf16"))) static float peak_loop_tdpbf16(void) {
+  peak_tiles_begin();
+  for (int i = 0; i < PEAK_TILE_ITERS; i++) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  return peak_tiles_end();
+}
+__attribute__((target("amx-tile,amx-int8"))) static float peak_loop_tdpbusd(void) {
+  peak_tiles_begin();
+  for (int i = 0; i < PEAK_TILE_ITERS; i++) {
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    _tile_dpbusd(2, 5, 6);
+    _tile_dpbusd(3, 5, 7);
+  }
+  return peak_tiles_end();
+}
+#else
+#define PEAK_HAVE_TILES 0
+#endif
+
 static void peak_task(void *arg, int64_t i) {
   peak_ctx *c = (peak_ctx *)arg;
   double t0 = now_s();
@@ -186,6 +246,10 @@ static void peak_task(void *arg, int64_t i) {
   case PEAK_FMA_YMM: c->sink[i] = peak_loop_fma_ymm(); break;
   case PEAK_MADDUBS: c->sink[i] = peak_loop_maddubs(); break;
   case PEAK_VNNI_YMM: c->sink[i] = peak_loop_vnni_ymm(); break;
+#if PEAK_HAVE_TILES
+  case PEAK_TDPBF16: c->sink[i] = peak_loop_tdpbf16(); break;
+  case PEAK_TDPBUSD: c->sink[i] = peak_loop_tdpbusd(); break;
+#endif
   default: c->sink[i] = peak_loop_vnni(); break;
   }
   c->task_s[i] = now_s() - t0;
@@ -194,15 +258,17 @@ static void peak_task(void *arg, int64_t i) {
 /* Per trial the sum of each thread's own rate (a thread that other processes preempt only lowers
  * its own part), the best of PEAK_TRIALS trials. */
 static double measure_peak(bench_pool *pool, int kind) {
-  static const double ops_per_insn[] = {128.0, 64.0, 32.0, 16.0, 64.0, 64.0};
+  static const double ops_per_insn[] = {128.0, 64.0, 32.0, 16.0, 64.0, 64.0, 16384.0, 32768.0};
   static const uint32_t needs[] = {MOE_CPU_AVX512F | MOE_CPU_AVX512VNNI, MOE_CPU_AVX512F | MOE_CPU_AVX512BF16,
                                    MOE_CPU_AVX512F, MOE_CPU_AVX2 | MOE_CPU_FMA, MOE_CPU_AVX2,
-                                   MOE_CPU_AVX2 | MOE_CPU_AVX_VNNI};
-  const int n_threads = pool_threads(pool);
+                                   MOE_CPU_AVX2 | MOE_CPU_AVX_VNNI, MOE_CPU_AMX_TILE | MOE_CPU_AMX_BF16,
+                                   MOE_CPU_AMX_TILE | MOE_CPU_AMX_INT8};
+  const int n_threads = pool_threads(pool), tiles = kind >= PEAK_TDPBF16;
   peak_ctx c;
-  const int chains = kind >= PEAK_FMA_YMM ? PEAK_CHAINS_YMM : PEAK_CHAINS;
-  double best = 0.0, ops = (double)PEAK_ITERS * chains * ops_per_insn[kind];
+  const int chains = tiles ? 4 : kind >= PEAK_FMA_YMM ? PEAK_CHAINS_YMM : PEAK_CHAINS;
+  double best = 0.0, ops = (double)(tiles ? PEAK_ITERS / 16 : PEAK_ITERS) * chains * ops_per_insn[kind];
   if (!have_features(needs[kind])) return 0.0;
+  if (tiles && (!PEAK_HAVE_TILES || !moe_amx_request())) return 0.0; /* tiles need the OS's permission */
   c.kind = kind;
   c.task_s = (double *)kit_malloc((size_t)n_threads * sizeof *c.task_s);
   c.sink = (float *)kit_malloc((size_t)n_threads * sizeof *c.sink);
@@ -226,6 +292,8 @@ ceilings measure_peaks(bench_pool *pool) {
   c.gflops_fma_ymm = measure_peak(pool, PEAK_FMA_YMM);
   c.gops_maddubs = measure_peak(pool, PEAK_MADDUBS);
   c.gops_vnni_ymm = measure_peak(pool, PEAK_VNNI_YMM);
+  c.gflops_tdpbf16 = measure_peak(pool, PEAK_TDPBF16);
+  c.gops_tdpbusd = measure_peak(pool, PEAK_TDPBUSD);
   return c;
 }
 
@@ -240,11 +308,13 @@ static double peak_of_dot(const ceilings *c, const char *dot) {
   if (!strcmp(dot, "vfmadd231ps-ymm")) return c->gflops_fma_ymm;
   if (!strcmp(dot, "vpmaddubsw")) return c->gops_maddubs;
   if (!strcmp(dot, "vpdpbusd-ymm")) return c->gops_vnni_ymm;
+  if (!strcmp(dot, "tdpbf16ps")) return c->gflops_tdpbf16;
+  if (!strcmp(dot, "tdpbusd") || !strcmp(dot, "tdpbsud")) return c->gops_tdpbusd; /* same rate */
   return 0.0;
 }
 
 double peak_for_kernel(const ceilings *c, const moe_gemm_config *k) {
-  if (k->isa == MOE_ISA_SCALAR || k->isa == MOE_ISA_AMX || !k->dot) return 0.0;
+  if (k->isa == MOE_ISA_SCALAR || !k->dot) return 0.0;
   return peak_of_dot(c, k->dot);
 }
 

@@ -22,15 +22,18 @@ typedef struct ceilings {
   double gflops_fma_ymm;         /* vfmadd231ps ymm: 16 flops each                                  */
   double gops_maddubs;           /* vpmaddubsw + vpmaddwd + vpaddd: 32 u8 x s8 MACs = 64 ops a triple */
   double gops_vnni_ymm;          /* vpdpbusd ymm (AVX-VNNI): 64 ops each                              */
+  /* the AMX tiles, tile-only on all threads (after the OS granted tile state); 0 without AMX */
+  double gflops_tdpbf16;         /* tdpbf16ps: 16384 flops each                                       */
+  double gops_tdpbusd;           /* tdpbusd (and tdpbsud, the same rate): 32768 ops each              */
 } ceilings;
 
-/* The three peaks, all threads of the pool at once, each the best of 40 trials of ~1 ms. */
+/* The peaks, all threads of the pool at once, each the best of 40 trials of ~1 ms. */
 ceilings measure_peaks(bench_pool *pool);
 /* The peak a layer of precision p is compared with: int8 and int4-w4a8 run on vpdpbusd, every other
  * precision computes with bf16 dot products. */
 double peak_for_precision(const ceilings *c, moe_precision p);
-/* The peak of kernel k's dot instruction (moe_gemm_config.dot). The loops are 512-bit, so they are
- * the peak of AVX-512 kernels only; 0 (no peak) for scalar and the other tiers. */
+/* The peak of kernel k's dot instruction (moe_gemm_config.dot): the 512-bit and 256-bit vector
+ * instructions and the AMX tiles; 0 (no peak) for scalar kernels. */
 double peak_for_kernel(const ceilings *c, const moe_gemm_config *k);
 /* The compute roof of a layer run by kernel k: the peak of its dot instruction ("vpdpbusd",
  * "vdpbf16ps"); for "scalar" kernels the f32 FMA peak (vfmadd231ps), or the vdpbf16ps peak when

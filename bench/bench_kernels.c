@@ -490,8 +490,9 @@ int main(int argc, char **argv) {
   c.probe = probe_create();
   c.peaks = measure_peaks(c.pool);
   fprintf(stderr, "%d threads, GEMM1 over K=%lld, GEMM2 over N=%lld (%s); peaks: vpdpbusd %.0f GOPS, vdpbf16ps %.0f "
-          "GFLOPS; cache sets of %zu KiB\n", o.threads, (long long)o.K, (long long)o.N, o.model, c.peaks.gops_vnni,
-          c.peaks.gflops_bf16, o.l2_bytes / 2048);
+          "GFLOPS, tdpbusd %.0f GOPS, tdpbf16ps %.0f GFLOPS; cache sets of %zu KiB\n", o.threads, (long long)o.K,
+          (long long)o.N, o.model, c.peaks.gops_vnni, c.peaks.gflops_bf16, c.peaks.gops_tdpbusd, c.peaks.gflops_tdpbf16,
+          o.l2_bytes / 2048);
   for (int p = 0; p < MOE_PREC_COUNT; p++) bench_precision(&c, (moe_precision)p);
   probe_destroy(c.probe);
   pool_destroy(c.pool);

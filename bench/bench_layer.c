@@ -634,10 +634,10 @@ int main(int argc, char **argv) {
   bw = probe_bandwidth(b.probe, b.pool);
   fprintf(stderr, "%s K=%lld N=%lld E=%lld topk=%d, %d threads, isa %s; peaks: vpdpbusd %.0f GOPS, vdpbf16ps %.0f GFLOPS, "
           "vfmadd231ps %.0f GFLOPS; ymm: vfmadd231ps %.0f GFLOPS, vpmaddubsw %.0f GOPS, vpdpbusd %.0f GOPS; "
-          "read bandwidth %.1f GB/s (re-measured every round)\n", o.shape.name,
+          "tiles: tdpbusd %.0f GOPS, tdpbf16ps %.0f GFLOPS; read bandwidth %.1f GB/s (re-measured every round)\n", o.shape.name,
           (long long)o.shape.K, (long long)o.shape.N, (long long)o.shape.E, o.shape.topk, o.threads,
           moe_isa_name(moe_get_isa()), b.peaks.gops_vnni, b.peaks.gflops_bf16, b.peaks.gflops_fma, b.peaks.gflops_fma_ymm,
-          b.peaks.gops_maddubs, b.peaks.gops_vnni_ymm, bw);
+          b.peaks.gops_maddubs, b.peaks.gops_vnni_ymm, b.peaks.gops_tdpbusd, b.peaks.gflops_tdpbf16, bw);
   for (int i = 0; i < o.n_prec; i++) run_precision(&b, o.prec[i]);
   probe_destroy(b.probe);
   pool_destroy(b.pool);

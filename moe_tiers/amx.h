@@ -108,7 +108,13 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #else
 #define MOE__AMX_EMULATED 0
 #define MOE__AMX_T MOE__T_BASE ",avx512bf16,avx512vnni,avx512vbmi,amx-tile,amx-bf16,amx-int8"
-#define MOE__TILE_CONFIG(cfg) _tile_loadconfig(cfg)
+/* gcc's _tile_loadconfig tells the compiler it reads one byte of the 64: the barrier keeps the
+ * stores of the whole configuration before it (without it gcc 12 -O2 dropped them in the probe). */
+#define MOE__TILE_CONFIG(cfg)                                                                         \
+  do {                                                                                               \
+    __asm__ volatile("" : : "r"(cfg) : "memory");                                                   \
+    _tile_loadconfig(cfg);                                                                           \
+  } while (0)
 #define MOE__TILE_RELEASE() _tile_release()
 #define MOE__TILE_LOAD(t, base, stride) _tile_loadd(t, base, (long)(stride))
 #define MOE__TILE_STORE(t, base, stride) _tile_stored(t, base, (long)(stride))
@@ -144,7 +150,10 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
  * AVX-512 low-bit kernels (tot = fma(sum, scale, tot): FP8, INT4). bf16, int8 and MXFP4 have one
  * group: MXFP4's e8m0 scale is folded into the decoded bf16 weights, which is exact for a power of
  * two in bf16's normal range (calls with a scale outside it run the AVX-512 kernel). */
-#define MOE__AMX_KC 8 /* k steps per chunk: A 2 x 8 KB and a decoded panel 16 KB stay in L1 */
+#ifndef MOE__AMX_KC
+#define MOE__AMX_KC 8
+#endif
+#define MOE__AMX_KC_UNUSED /* k steps per chunk: A 2 x 8 KB and a decoded panel 16 KB stay in L1 */
 
 /* The thread's loaded configuration (0: none). */
 static MOE__TLS int moe__amx_loaded;
@@ -175,10 +184,16 @@ typedef struct moe__amx_b {
 
 /* A call's state: its plan, and the L1 blocks it works in. */
 typedef struct moe__amx_call {
-  MOE__ALIGN64 uint8_t a[2][MOE__AMX_KC][16 * 64];       /* A tiles of the chunk                 */
-  MOE__ALIGN64 uint8_t b[2][MOE__AMX_KC][2][16 * 64];    /* decoded B tiles (or the K tail's)    */
+  MOE__ALIGN64 uint8_t ab[2][2][MOE__AMX_KC][16 * 64];   /* A tiles of two chunks, alternating     */
+  uint8_t (*a)[MOE__AMX_KC][16 * 64];                    /* the chunk's: ab[chunk & 1]            */
+  MOE__ALIGN64 uint8_t bb[2][2][MOE__AMX_KC][2][16 * 64]; /* decoded B tiles (or the K tail's), two chunks */
   MOE__ALIGN64 int32_t c[2][2][2][16 * 16];              /* C between passes: [rt][panel][half]  */
-  moe__amx_b bt[2][MOE__AMX_KC];                         /* the chunk's B tiles per panel, step  */
+  moe__amx_b btt[2][2][MOE__AMX_KC];                     /* B tiles per panel, step, of two chunks */
+  moe__amx_b att[2][MOE__AMX_KC];                        /* A tiles per step (t0, t1: row tiles)   */
+  moe__amx_b *at;                                        /* the chunk's: att[buffer]              */
+  uint8_t (*b)[MOE__AMX_KC][2][16 * 64];                 /* the chunk's: bb[buffer]               */
+  moe__amx_b (*bt)[MOE__AMX_KC];                         /* the chunk's: btt[buffer]              */
+  int kc;                                                /* k steps per chunk                     */
   moe_precision p;
   int a8, dot, np, nrt, shape;
   int64_t ks, steps, gsteps; /* k per step; steps of the call; steps per scale group                */
@@ -198,15 +213,29 @@ typedef struct moe__amx_call {
     else MOE__TILE_DPBSUD(c, a, b);                                                                \
   } while (0)
 
-/* Copies the A tiles of steps [s0, s0 + n): row r of row tile rt from a[16 rt + r], k past kred
- * zero (W4A8: the activations as a - 128, tdpbsud's signed operand). Rows past mr stay zero. */
+/* The A tiles of steps [s0, s0 + n): read in place when the rows are lda bytes apart (every step
+ * before K's tail), else copied into C->a (row r of row tile rt from a[16 rt + r], k past kred zero;
+ * W4A8: the activations as a - 128, tdpbsud's signed operand). Rows past mr stay zero there. */
 MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64_t s0, int n) {
   const int64_t elt = C->a8 ? 1 : 2;
   const __m512i flip = _mm512_set1_epi8(C->p == MOE_PREC_INT4_W4A8 ? (char)0x80 : 0);
+  const int in_place = g->lda && C->p != MOE_PREC_INT4_W4A8;
+  int copy = n; /* the first step copied */
+  for (int s = 0; s < n; s++) {
+    const int64_t k0 = (s0 + s) * C->ks;
+    moe__amx_b *at = &C->at[s];
+    if (in_place && (k0 + C->ks) <= g->kred) {
+      const uint8_t *a0 = (const uint8_t *)g->a[0] + k0 * elt;
+      at->t0 = a0, at->t1 = a0 + 16 * g->lda, at->stride = (size_t)g->lda;
+    } else {
+      at->t0 = C->a[0][s], at->t1 = C->a[1][s], at->stride = 64;
+      copy = copy < s ? copy : s;
+    }
+  }
   for (int32_t row = 0; row < g->mr; row++) {
     const uint8_t *src = (const uint8_t *)g->a[row];
     uint8_t *dst = C->a[row >> 4][0] + 64 * (row & 15);
-    for (int s = 0; s < n; s++) {
+    for (int s = copy; s < n; s++) {
       const int64_t k0 = (s0 + s) * C->ks, left = (g->kred - k0) * elt;
       const __mmask64 mk = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
       _mm512_store_si512(dst + (size_t)s * 1024, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, src + k0 * elt), _mm512_maskz_mov_epi8(mk, flip)));
@@ -304,13 +333,13 @@ MOE__AMX_FN void moe__amx_prefetch(moe__amx_call *C) {
 MOE__AMX_FN void moe__amx_steps(moe__amx_call *C, int i, int n) {
   for (int s = 0; s < n; s++) {
     const moe__amx_b *b0 = &C->bt[i][s], *b1 = &C->bt[1][s];
-    MOE__TILE_LOAD(4, C->a[0][s], 64);
+    MOE__TILE_LOAD(4, C->at[s].t0, C->at[s].stride);
     MOE__TILE_LOAD(6, b0->t0, b0->stride);
     MOE__AMX_DOT(C, 0, 4, 6);
     MOE__TILE_LOAD(7, b0->t1, b0->stride);
     MOE__AMX_DOT(C, 1, 4, 7);
     if (C->shape == MOE__AMX_2X2) {
-      MOE__TILE_LOAD(5, C->a[1][s], 64);
+      MOE__TILE_LOAD(5, C->at[s].t1, C->at[s].stride);
       MOE__AMX_DOT(C, 2, 5, 6);
       MOE__AMX_DOT(C, 3, 5, 7);
     } else if (C->shape == MOE__AMX_1X4) {
@@ -393,6 +422,22 @@ MOE__AMX_FN int moe__amx_e8m0_foldable(const moe_gemm_args *g, const moe__amx_ca
   return !bad;
 }
 
+/* The end of the chunk that starts at step c0: KC steps, or the end of its scale group. */
+static inline int64_t moe__amx_chunk_end(const moe__amx_call *C, int64_t c0) {
+  const int64_t g1 = (c0 / C->gsteps + 1) * C->gsteps, end = g1 < C->steps ? g1 : C->steps;
+  return c0 + C->kc < end ? c0 + C->kc : end;
+}
+/* Points the call at buffer `buf`'s tiles. */
+static inline void moe__amx_use(moe__amx_call *C, int buf) {
+  C->a = C->ab[buf], C->b = C->bb[buf], C->bt = C->btt[buf], C->at = C->att[buf];
+}
+/* Fills buffer `buf` with the A and B tiles of steps [c0, c1). */
+MOE__AMX_FN void moe__amx_stage(const moe_gemm_args *g, moe__amx_call *C, int64_t c0, int64_t c1, int buf) {
+  moe__amx_use(C, buf);
+  moe__amx_pack_a(g, C, c0, (int)(c1 - c0));
+  for (int i = 0; i < C->np; i++) moe__amx_prepare_b(C, i, c0, (int)(c1 - c0), g->kpad);
+}
+
 /* The AMX kernel of precision p: gemm1 (gate and up panels, activation) or gemm2 (1-2 panels).
  * 0 when the call does not fit the tiles (the caller runs the AVX-512 kernel). */
 MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1) {
@@ -405,6 +450,7 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1
   if (kg % C.ks) return 0;
   C.shape = C.nrt == 2 ? MOE__AMX_2X2 : C.np == 2 ? MOE__AMX_1X4 : MOE__AMX_1X2;
   C.steps = moe__cdiv(g->kred, C.ks);
+  C.kc = p == MOE_PREC_BF16 || p == MOE_PREC_FP16 || p == MOE_PREC_INT8 ? MOE__AMX_KC : MOE__AMX_KC / 2; /* decoded B in L1 */
   C.kgroup = g->kgroup ? g->kgroup : 1;
   C.gsteps = kg ? kg / C.ks : C.steps;
   for (int i = 0; i < C.np; i++) C.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
@@ -415,24 +461,25 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1
   C.pf = g->w_next, C.pf_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
   C.pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C.steps * C.np) : 0;
   if (kg) memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
-  if (g->mr & 15) memset(C.a[C.nrt - 1], 0, sizeof C.a[0]); /* rows past mr: zero, never rewritten */
+  if (g->mr & 15) memset(C.ab[0][C.nrt - 1], 0, sizeof C.ab[0][0]), memset(C.ab[1][C.nrt - 1], 0, sizeof C.ab[0][0]); /* rows past mr: zero, never rewritten */
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
   moe__amx_config();
-  for (int64_t g0 = 0; g0 < C.steps; g0 += C.gsteps) {
-    const int64_t g1 = g0 + C.gsteps < C.steps ? g0 + C.gsteps : C.steps;
+  moe__amx_stage(g, &C, 0, moe__amx_chunk_end(&C, 0), 0);
+  for (int64_t c0 = 0, c1 = moe__amx_chunk_end(&C, 0), buf = 0; c0 < C.steps; buf ^= 1) {
+    const int64_t n0 = c1, n1 = n0 < C.steps ? moe__amx_chunk_end(&C, n0) : n0, gs = c0 / C.gsteps * C.gsteps;
     const int passes = C.shape == MOE__AMX_2X2 ? C.np : 1;
-    for (int64_t c0 = g0; c0 < g1; c0 += MOE__AMX_KC) {
-      const int n = (int)(g1 - c0 < MOE__AMX_KC ? g1 - c0 : MOE__AMX_KC);
-      moe__amx_pack_a(g, &C, c0, n);
-      for (int i = 0; i < C.np; i++) moe__amx_prepare_b(&C, i, c0, n, g->kpad);
-      for (int i = 0; i < passes; i++) {
-        if (passes > 1 || c0 == g0) moe__amx_load_c(&C, i, c0 == g0);
-        moe__amx_steps(&C, i, n);
-        if (passes > 1) moe__amx_store_c(&C, i);
-      }
+    if (n0 < C.steps) moe__amx_stage(g, &C, n0, n1, (int)buf ^ 1); /* a chunk ahead: its stores retire meanwhile */
+    moe__amx_use(&C, (int)buf);
+    for (int i = 0; i < passes; i++) {
+      if (passes > 1 || c0 == gs) moe__amx_load_c(&C, i, c0 == gs);
+      moe__amx_steps(&C, i, (int)(c1 - c0));
+      if (passes > 1) moe__amx_store_c(&C, i);
     }
-    if (passes == 1) moe__amx_store_c(&C, 0);
-    if (kg) moe__amx_finish_group(g, &C, g0 / C.gsteps, g0 * C.ks, g1 * C.ks < g->kred ? g1 * C.ks : g->kred);
+    if (c1 == C.steps || c1 % C.gsteps == 0) { /* the group's end */
+      if (passes == 1) moe__amx_store_c(&C, 0);
+      if (kg) moe__amx_finish_group(g, &C, c0 / C.gsteps, gs * C.ks, c1 * C.ks < g->kred ? c1 * C.ks : g->kred);
+    }
+    c0 = n0, c1 = n1;
   }
   if (kg) moe__lowbit_store(g, tot, gemm1, C.np, C.a8);
   else moe__amx_store(g, &C, gemm1);
