@@ -22,7 +22,8 @@
  *   | MOE_NO_AVX2         | remove the AVX2 and AVX-VNNI kernels                                |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
  *   | MOE_AMX_EMULATE     | run the AMX tier on a C model of the tiles (tests on any x86)       |
- *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default 4)            |
+ *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default: measured per |
+ *   |                     | precision: bf16/fp16 2, fp8/int4-w4a16/mxfp4 3, int8 4, w4a8 16)    |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *
  * CONTRACT
@@ -69,8 +70,15 @@
 #ifndef MOE_DEFAULT_CHUNK
 #define MOE_DEFAULT_CHUNK 1024
 #endif
-#ifndef MOE_AMX_MIN_ROWS
-#define MOE_AMX_MIN_ROWS 4
+/* The AMX/AVX-512 crossover: rows from which the tiles beat the AVX-512 kernel, per precision,
+ * measured on Emerald Rapids (bench_kernels --rows R in cache, then bench_layer M = 16..128; int8
+ * crosses at 6-8 rows in cache but at 4 in the layer, where small blocks stream from DRAM; docs/amx.md).
+ * MOE_AMX_MIN_ROWS, when defined, sets one value for all. */
+#ifdef MOE_AMX_MIN_ROWS
+#define MOE__AMX_MIN_ROWS(p) (MOE_AMX_MIN_ROWS)
+#else
+#define MOE__AMX_MIN_ROWS(p)                                                                          \
+  ((p) == MOE_PREC_INT8 ? 4 : (p) == MOE_PREC_INT4_W4A8 ? 16 : (p) == MOE_PREC_BF16 || (p) == MOE_PREC_FP16 ? 2 : 3)
 #endif
 
 #define MOE_VERSION_MAJOR 0
@@ -322,7 +330,7 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   L->kern_small = L->kern->isa == MOE_ISA_AMX ? moe_gemm_config_for(ex->precision, MOE_ISA_AVX512) : NULL;
   if (L->kern_small && !moe__is_a8(ex->precision)) { /* bf16 activations: one choice per call */
     int64_t slots = shared_only ? c->M : c->M * c->topk, experts = shared_only ? 1 : moe__n_global(c, ex->E);
-    if (slots < (int64_t)MOE_AMX_MIN_ROWS * experts) L->kern = L->kern_small;
+    if (slots < (int64_t)MOE__AMX_MIN_ROWS(ex->precision) * experts) L->kern = L->kern_small;
     L->kern_small = NULL;
   }
   L->ex = ex;
@@ -490,12 +498,12 @@ static inline int64_t moe__h_panels(const moe__layer *L) { return moe__cdiv(L->N
  * computes 16 rows whatever the block holds, so at r rows AMX does r/16 of its work usefully, and a
  * block of few rows is bound by the weight stream, which the AVX-512 kernels (decoding in registers)
  * keep at DRAM speed. int8 and W4A8 give the same bits on both tiers, so they choose per block
- * (below MOE_AMX_MIN_ROWS rows: AVX-512). The bf16-activation precisions round differently on the
+ * (below MOE__AMX_MIN_ROWS rows: AVX-512). The bf16-activation precisions round differently on the
  * tiles, so they choose once per call, as the reference does, from the average rows per expert
- * (M * topk / experts against MOE_AMX_MIN_ROWS; moe__resolve): then a token's bits depend neither on
+ * (M * topk / experts against MOE__AMX_MIN_ROWS; moe__resolve): then a token's bits depend neither on
  * the thread count nor on the chunk size. */
 static inline const moe_gemm_config *moe__block_kernel(const moe__layer *L, int32_t rows) {
-  return L->kern_small && rows < MOE_AMX_MIN_ROWS ? L->kern_small : L->kern;
+  return L->kern_small && rows < MOE__AMX_MIN_ROWS(L->p) ? L->kern_small : L->kern;
 }
 
 /* 1 when a block of `rows` rows runs GEMM1 on gathered rows (moe__xs_stride). */

@@ -33,6 +33,7 @@ typedef struct options {
   int isa_given;
   moe_isa isa;
   int threads, runs;
+  int rows;              /* cache mode: rows per call (0: full tiles)                      */
   const char *model;
   int64_t K, N;          /* GEMM1 reduces over K, GEMM2 over N */
   double stream_mib;     /* weights per GEMM streamed in one pass */
@@ -43,13 +44,14 @@ typedef struct options {
 
 static void usage(void) {
   fputs("usage: bench_kernels [--kernel SUBSTR] [--isa TIER] [--threads T] [--quick] [--runs R]\n"
-        "                     [--model NAME] [--K K --N N] [--stream-mib S] [--l2-kib L] [--seed S]\n"
+        "                     [--model NAME] [--K K --N N] [--stream-mib S] [--l2-kib L] [--seed S] [--rows R]\n"
         "  --kernel SUBSTR: only kernels whose name contains SUBSTR\n"
         "  --isa TIER: only kernels of that tier; an error when this CPU cannot run it\n"
         "  --model NAME: K and N of a model (default qwen3-30b-a3b: GEMM1 over K 2048, GEMM2 over N 768)\n"
         "  --stream-mib S: packed weights per GEMM in a stream pass (default 256, --quick 64)\n"
         "  --runs R: trials (cache) and rounds (stream), default 7 (--quick: 3)\n"
-        "  --l2-kib L: L2 per core (default: sysconf, else 1024); the cache set fills half of it\n",
+        "  --l2-kib L: L2 per core (default: sysconf, else 1024); the cache set fills half of it\n"
+        "  --rows R: rows per call in cache mode (default: full tiles up to 32); e.g. the AMX/AVX-512 crossover\n",
         stderr);
   exit(2);
 }
@@ -79,6 +81,7 @@ static options parse_options(int argc, char **argv) {
     else if (!strcmp(a, "--stream-mib")) stream_mib = atof(v);
     else if (!strcmp(a, "--l2-kib")) l2_kib = atof(v);
     else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--rows")) o.rows = atoi(v);
     else usage();
   }
   if (!(m = kit_model_find(o.model))) die("unknown model '%s'", o.model);
@@ -125,21 +128,27 @@ typedef struct lane {
   moe_gemm_args g; /* every field but w, nr and the prefetch hint */
   void *row[MOE_BLOCK_M];
   float scale[MOE_BLOCK_M], weight[MOE_BLOCK_M];
+  uint8_t *rows;                  /* the activation rows, lda bytes apart (as the layer lays them out) */
   float *c, *c_rows[MOE_BLOCK_M]; /* GEMM1: mr x 32 block; GEMM2: mr rows of 64 */
   double seconds, flops;          /* of the last task */
 } lane;
 
-/* mr random rows of kred activations: u8 (q + 128) with a row scale (A8) or bf16; row weights. */
+/* mr random rows of kred activations: u8 (q + 128) with a row scale (A8) or bf16; row weights.
+ * The rows lie a fixed stride apart (moe_gemm_args.lda), padded to a multiple of 16 rows, as the
+ * layer hands them to the kernels. */
 static void lane_init(lane *l, const moe_experts *ex, int gemm, int32_t mr, kit_rng *r) {
   int a8 = moe__is_a8(ex->precision);
-  int64_t kred = gemm == 1 ? ex->K : ex->N;
+  int64_t kred = gemm == 1 ? ex->K : ex->N, elt = a8 ? 1 : 2, lda = (kred * elt + 63) / 64 * 64 + 64;
   memset(l, 0, sizeof *l);
+  l->rows = (uint8_t *)kit_calloc((size_t)(lda * (mr + 15) / 16 * 16));
   for (int32_t m = 0; m < mr; m++) {
+    l->row[m] = l->rows + m * lda;
     if (a8) {
-      l->row[m] = kit_malloc((size_t)kred);
       for (int64_t i = 0; i < kred; i++) ((uint8_t *)l->row[m])[i] = (uint8_t)(1 + kit_randint(r, 255));
     } else {
-      l->row[m] = kit_bf16_row(r, kred);
+      uint16_t *src = kit_bf16_row(r, kred);
+      memcpy(l->row[m], src, (size_t)kred * 2);
+      free(src);
     }
     l->scale[m] = a8 ? 0.01f : 1.0f;
     l->weight[m] = (float)(0.1 + 0.9 * kit_uniform(r));
@@ -148,6 +157,7 @@ static void lane_init(lane *l, const moe_experts *ex, int gemm, int32_t mr, kit_
   for (int32_t m = 0; m < mr; m++) l->c_rows[m] = l->c + m * 2 * MOE_NR;
   l->g.mr = mr;
   l->g.a = (const void *const *)l->row;
+  l->g.lda = lda;
   l->g.a_scale = l->scale;
   l->g.panel_bytes = gemm == 1 ? ex->panel13_bytes : ex->panel2_bytes;
   l->g.kred = kred;
@@ -161,7 +171,7 @@ static void lane_init(lane *l, const moe_experts *ex, int gemm, int32_t mr, kit_
 }
 
 static void lane_free(lane *l) {
-  for (int32_t m = 0; m < l->g.mr; m++) free(l->row[m]);
+  free(l->rows);
   free(l->c);
 }
 
@@ -276,7 +286,7 @@ static void job_free(job *j) {
  * the sum of the threads' own rates (as the peak is measured). */
 static result measure_cache(const ctx *c, const moe_gemm_config *k, int gemm, const moe_experts *ex) {
   result res;
-  job j = job_make(c, k, gemm, ex, full_tile_rows(k, gemm));
+  job j = job_make(c, k, gemm, ex, c->o->rows > 0 ? c->o->rows : full_tile_rows(k, gemm));
   double *rate = (double *)kit_malloc((size_t)c->o->runs * sizeof *rate), pass_s, target;
   moe_gemm_args g;
   memset(&res, 0, sizeof res);

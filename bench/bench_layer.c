@@ -606,7 +606,8 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
   cr.model = o->shape.name, cr.kernel = kern->name, cr.E_model = o->shape.E;
   cr.dot = kern->dot ? kern->dot : "scalar";
   cr.expert_bytes = packed_expert_bytes(&us.ex);
-  cr.peak_gflops = peak_for_precision(&b->peaks, p);
+  /* the AMX tier's compute ceiling is the tiles' (its decode blocks run AVX-512 under that roof) */
+  cr.peak_gflops = kern->isa == MOE_ISA_AMX ? peak_for_kernel(&b->peaks, kern) : peak_for_precision(&b->peaks, p);
   cr.roof_gflops = roofline_peak(&b->peaks, kern, &cr.roof_name);
   cr.has_peer = P != NULL;
   cr.peer_impl = P ? peer_impl(P) : NULL;
