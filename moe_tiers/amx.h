@@ -150,10 +150,9 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
  * AVX-512 low-bit kernels (tot = fma(sum, scale, tot): FP8, INT4). bf16, int8 and MXFP4 have one
  * group: MXFP4's e8m0 scale is folded into the decoded bf16 weights, which is exact for a power of
  * two in bf16's normal range (calls with a scale outside it run the AVX-512 kernel). */
-#ifndef MOE__AMX_KC
-#define MOE__AMX_KC 8
-#endif
-#define MOE__AMX_KC_UNUSED /* k steps per chunk: A 2 x 8 KB and a decoded panel 16 KB stay in L1 */
+/* k steps per chunk. Two chunks in flight (A 2 x 4 KB and decoded B 2 x 8 KB each) stay in L1; the
+ * call's state is ~58 KB of stack (and tot 8 KB): a thread running AMX kernels needs ~80 KB of stack. */
+#define MOE__AMX_KC 4
 
 /* The thread's loaded configuration (0: none). */
 static MOE__TLS int moe__amx_loaded;
@@ -450,7 +449,7 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1
   if (kg % C.ks) return 0;
   C.shape = C.nrt == 2 ? MOE__AMX_2X2 : C.np == 2 ? MOE__AMX_1X4 : MOE__AMX_1X2;
   C.steps = moe__cdiv(g->kred, C.ks);
-  C.kc = p == MOE_PREC_BF16 || p == MOE_PREC_FP16 || p == MOE_PREC_INT8 ? MOE__AMX_KC : MOE__AMX_KC / 2; /* decoded B in L1 */
+  C.kc = MOE__AMX_KC;
   C.kgroup = g->kgroup ? g->kgroup : 1;
   C.gsteps = kg ? kg / C.ks : C.steps;
   for (int i = 0; i < C.np; i++) C.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
