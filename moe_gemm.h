@@ -52,7 +52,9 @@
  * them: c may hold NaN before); gemm2 adds into mr x nr elements of its rows (a token's experts
  * add up there in the order the caller runs them; rows may repeat, they are done in order). Any mr in 1..MOE_BLOCK_M;
  * nr in 1..32 for gemm1; for gemm2 1..64, where columns 32..63 come from the next panel
- * (w + panel_bytes). w_next is a prefetch hint only: it is never dereferenced.
+ * (w + panel_bytes). w_next is a prefetch hint only: it is never dereferenced. lda != 0 promises
+ * a[r] = a[0] + r * lda and that rows up to the next multiple of 16 past mr are readable (any
+ * values): the AMX kernels then load A tiles in place; the other kernels ignore it.
  */
 #ifndef MOE_GEMM_H
 #define MOE_GEMM_H

@@ -61,26 +61,43 @@ typedef struct act_rows {
   int32_t mr;
   void *row[MOE_BLOCK_M];
   float scale[MOE_BLOCK_M], weight[MOE_BLOCK_M];
+  uint8_t *block; /* strided rows: one buffer, rows lda bytes apart (moe_gemm_args.lda), or NULL */
+  int64_t lda;
 } act_rows;
 
-static void act_rows_make(act_rows *a, kit_rng *r, int a8, int32_t mr, int64_t kred) {
+/* mr random rows; strided: in one buffer lda bytes apart, the bytes past each row's kred and the
+ * rows past mr up to the next 16 poisoned (0xFF: bf16 NaN), which a kernel may read but must not use. */
+static void act_rows_make(act_rows *a, kit_rng *r, int a8, int32_t mr, int64_t kred, int strided) {
+  const int64_t elt = a8 ? 1 : 2;
   a->mr = mr;
+  a->lda = strided ? (kred * elt + 63) / 64 * 64 + 64 : 0;
+  a->block = NULL;
+  if (strided) {
+    const size_t bytes = (size_t)(a->lda * ((mr + 15) / 16 * 16));
+    a->block = (uint8_t *)test_malloc(bytes);
+    memset(a->block, 0xFF, bytes);
+  }
   for (int32_t m = 0; m < mr; m++) {
+    void *row = strided ? a->block + m * a->lda : NULL;
     if (a8) {
       float *xf = (float *)test_malloc((size_t)kred * sizeof(float));
       kit_fill_normal(r, xf, kred, 1.0);
-      a->row[m] = test_malloc((size_t)kred);
+      a->row[m] = row ? row : test_malloc((size_t)kred);
       a->scale[m] = moe_quantize_row_u8(xf, kred, (uint8_t *)a->row[m]);
       free(xf);
     } else {
-      a->row[m] = kit_bf16_row(r, kred);
+      uint16_t *v = kit_bf16_row(r, kred);
+      if (row) memcpy(row, v, (size_t)kred * 2), free(v);
+      a->row[m] = row ? row : v;
       a->scale[m] = 1.0f;
     }
     a->weight[m] = (float)(0.1 + 0.9 * kit_uniform(r));
   }
 }
 static void act_rows_free(act_rows *a) {
-  for (int32_t m = 0; m < a->mr; m++) free(a->row[m]);
+  if (a->block) free(a->block);
+  else
+    for (int32_t m = 0; m < a->mr; m++) free(a->row[m]);
 }
 
 /* ---- running and comparing one call --------------------------------------------------------------- */
@@ -154,6 +171,7 @@ static moe_gemm_args args_of(const moe_experts *ex, const kit_weights *kw, int w
   g.mr = a->mr;
   g.nr = (int32_t)(ncols - width * p < width ? ncols - width * p : width);
   g.a = (const void *const *)a->row;
+  g.lda = a->lda;
   g.a_scale = a->scale;
   g.kgroup = moe__kgroup(ex->precision, ex->block_k, ex->group);
   g.act = (moe_activation)((p + variant) % 3);
@@ -187,13 +205,13 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
     int64_t width = which == 1 ? MOE_NR : 2 * MOE_NR, calls = (ncols + width - 1) / width;
     for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
       act_rows a;
-      act_rows_make(&a, &r, moe__is_a8(kc->p), rows[ri], kred);
+      act_rows_make(&a, &r, moe__is_a8(kc->p), rows[ri], kred, (int)(ri % 2)); /* rows apart, or lda apart */
       for (int64_t p = 0; p < calls; p++) {
         moe_gemm_args g = args_of(&ex, &kw, which, p, ncols, &a, (int)ri);
         char what[256];
         double rel;
-        snprintf(what, sizeof what, "%s gemm%d %s N=%lld K=%lld mr=%d call=%lld act=%d", test->name, which,
-                 kc->lay.name, (long long)kc->N, (long long)kc->K, (int)g.mr, (long long)p, (int)g.act);
+        snprintf(what, sizeof what, "%s gemm%d %s N=%lld K=%lld mr=%d call=%lld act=%d lda=%lld", test->name, which,
+                 kc->lay.name, (long long)kc->N, (long long)kc->K, (int)g.mr, (long long)p, (int)g.act, (long long)g.lda);
         rel = compare(which == 1 ? test->gemm1 : test->gemm2, which == 1 ? ref->gemm1 : ref->gemm2, which, &g,
                       test == ref ? 0.0 : tolerance(kc->p, which), what);
         if (rel > st->max_rel[which]) st->max_rel[which] = rel;

@@ -38,14 +38,16 @@ static moe_call call_of(const setup *s) {
   return c;
 }
 
-/* y_e + b2_e of every local expert for every token: the layer with topk 1 and weight 1 (exact). */
+/* y_e + b2_e of every local expert for every token: the layer with expert e in all TOPK slots,
+ * weights 1, 0, 0, ... (exact: fma(y, 1, 0), then + 0). The call has the routed call's slot count,
+ * so the AMX tier makes the same per-call kernel choice (MOE__AMX_MIN_ROWS) for both. */
 static void expert_outputs(const setup *s, float *y /* [E][M*K] */) {
-  int32_t ids[M];
-  float ones[M];
+  int32_t ids[M * TOPK];
+  float w[M * TOPK];
   for (int e = 0; e < E; e++) {
     moe_call c = call_of(s);
-    for (int m = 0; m < M; m++) ids[m] = e, ones[m] = 1.0f;
-    c.topk = 1, c.topk_ids = ids, c.topk_weights = ones;
+    for (int i = 0; i < M * TOPK; i++) ids[i] = e, w[i] = i % TOPK == 0 ? 1.0f : 0.0f;
+    c.topk_ids = ids, c.topk_weights = w;
     run(&s->ex, c, y + (size_t)e * M * K);
   }
 }
