@@ -21,6 +21,8 @@
  *   | MOE_NO_AMX          | remove the AMX tier (never ask the OS for tile state)               |
  *   | MOE_NO_AVX2         | remove the AVX2 and AVX-VNNI kernels                                |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
+ *   | MOE_AMX_DEFAULT_CHUNK | the same on the AMX tier (default 2048: weights stream once per  |
+ *   |                     | chunk, and the tiles make more rows per expert pay)                 |
  *   | MOE_AMX_EMULATE     | run the AMX tier on a C model of the tiles (tests on any x86)       |
  *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default: measured per |
  *   |                     | precision: bf16/fp16 2, fp8/int4-w4a16/mxfp4 3, int8 4, w4a8 16)    |
@@ -69,6 +71,9 @@
 
 #ifndef MOE_DEFAULT_CHUNK
 #define MOE_DEFAULT_CHUNK 1024
+#endif
+#ifndef MOE_AMX_DEFAULT_CHUNK
+#define MOE_AMX_DEFAULT_CHUNK 2048
 #endif
 /* The AMX/AVX-512 crossover: rows from which the tiles beat the AVX-512 kernel, per precision,
  * measured on Emerald Rapids (bench_kernels --rows R in cache, then bench_layer M = 16..128; int8
@@ -128,7 +133,7 @@ typedef struct moe_call {
   float routed_scaling_factor;  /* routed sum multiplied by this before the shared expert; 0: 1  */
   const moe_experts *shared;    /* optional shared expert (E = 1, same precision and K)          */
   const float *shared_gate;     /* optional [K]: shared output *= sigmoid(x . shared_gate)       */
-  int64_t chunk_tokens;         /* tokens per chunk (0: MOE_DEFAULT_CHUNK)                       */
+  int64_t chunk_tokens;         /* tokens per chunk (0: MOE_DEFAULT_CHUNK, MOE_AMX_DEFAULT_CHUNK) */
   moe_stats *stats;             /* optional per-phase timing                                     */
 } moe_call;
 
@@ -344,7 +349,7 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   L->N_max = sh && sh->N > ex->N ? sh->N : ex->N;
   L->ldx = c->ldx ? c->ldx : ex->K;
   L->ldo = c->ldo ? c->ldo : ex->K;
-  L->chunk = c->chunk_tokens ? c->chunk_tokens : MOE_DEFAULT_CHUNK;
+  L->chunk = c->chunk_tokens ? c->chunk_tokens : L->kern->isa == MOE_ISA_AMX ? MOE_AMX_DEFAULT_CHUNK : MOE_DEFAULT_CHUNK;
   L->alpha = c->alpha != 0.0f ? c->alpha : 1.702f;
   L->limit = c->limit != 0.0f ? c->limit : 7.0f;
   L->rsf = c->routed_scaling_factor != 0.0f ? c->routed_scaling_factor : 1.0f;
