@@ -529,14 +529,22 @@ static inline void moe__gather_block(void *arg, int64_t b) {
 
 /* GEMM1 of block b, h panel p: h rows of the block, columns 32p..32p+31; next_p is the panel the
  * task reads next (-1: none), a prefetch hint. */
-static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, int64_t next_p) {
+/* The row pointers and scales of a call (the args point at them). */
+typedef struct moe__rows {
+  const void *a[MOE_BLOCK_M];
+  float a_scale[MOE_BLOCK_M], row_weight[MOE_BLOCK_M];
+  float *c_rows[MOE_BLOCK_M];
+} moe__rows;
+
+/* The arguments of GEMM1 for block b, h panel p (0 when the panel is past this expert's N). */
+static inline int moe__gemm1_args(const moe__layer *L, int64_t b, int64_t p, int64_t next_p, moe_gemm_args *gp, moe__rows *R) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
-  const void *a[MOE_BLOCK_M];
-  float a_scale[MOE_BLOCK_M];
+  const void **a = R->a;
+  float *a_scale = R->a_scale;
   moe_gemm_args g;
   int64_t row0 = b * MOE_BLOCK_M;
-  if (p * MOE_NR >= X->N) return;
+  if (p * MOE_NR >= X->N) return 0;
   memset(&g, 0, sizeof g);
   g.mr = L->block_rows[b];
   g.nr = (int32_t)(X->N - p * MOE_NR < MOE_NR ? X->N - p * MOE_NR : MOE_NR);
@@ -564,7 +572,13 @@ static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, i
   g.limit = L->limit;
   g.c = L->h + row0 * L->N_max + p * MOE_NR;
   g.ldc = L->N_max;
-  moe__block_kernel(L, g.mr)->gemm1(&g);
+  *gp = g;
+  return 1;
+}
+static inline void moe__gemm1_block(const moe__layer *L, int64_t b, int64_t p, int64_t next_p) {
+  moe__rows R;
+  moe_gemm_args g;
+  if (moe__gemm1_args(L, b, p, next_p, &g, &R)) moe__block_kernel(L, g.mr)->gemm1(&g);
 }
 
 /* Block b's h rows to the GEMM2 operand (bf16 or u8 with a row scale). */
@@ -582,11 +596,12 @@ static inline void moe__prepare_h(const moe__layer *L, int64_t b) {
 /* GEMM2 of block b, output panel pair q: columns 64q..64q+63 (two panels) of the block's rows,
  * weighted and added to their tokens' sums; next is the panel pair the task reads next (NULL:
  * none), a prefetch hint. */
-static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, const uint8_t *next, size_t next_bytes) {
+static inline void moe__gemm2_args(const moe__layer *L, int64_t b, int64_t q, const uint8_t *next, size_t next_bytes,
+                                   moe_gemm_args *gp, moe__rows *R) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
-  const void *a[MOE_BLOCK_M];
-  float *c_rows[MOE_BLOCK_M], row_weight[MOE_BLOCK_M];
+  const void **a = R->a;
+  float **c_rows = R->c_rows, *row_weight = R->row_weight;
   moe_gemm_args g;
   int64_t row0 = b * MOE_BLOCK_M;
   memset(&g, 0, sizeof g);
@@ -611,8 +626,52 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
   g.bias = X->b2 ? X->b2 + e * X->K + q * 2 * MOE_NR : NULL;
   g.row_weight = row_weight;
   g.c_rows = c_rows;
+  *gp = g;
+}
+static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, const uint8_t *next, size_t next_bytes) {
+  moe__rows R;
+  moe_gemm_args g;
+  moe__gemm2_args(L, b, q, next, next_bytes, &g, &R);
   moe__block_kernel(L, g.mr)->gemm2(&g);
 }
+
+/* Blocks [b, end) of one expert from b on that run AMX together (at most MOE__AMX_NB): their count,
+ * 0 when block b does not run on the tiles (or there is no AMX tier). */
+static inline int64_t moe__amx_run(const moe__layer *L, int64_t b, int64_t end) {
+  int64_t n = 0;
+#ifdef MOE__HAVE_AMX
+  while (b + n < end && n < MOE__AMX_NB && moe__block_kernel(L, L->block_rows[b + n])->isa == MOE_ISA_AMX) n++;
+#else
+  (void)L, (void)b, (void)end;
+#endif
+  return n;
+}
+
+/* GEMM1 of blocks [b, b + n) of one expert, h panel p, in one AMX call. */
+static inline void moe__gemm1_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t p, int64_t next_p) {
+#ifdef MOE__HAVE_AMX
+  moe__rows R[MOE__AMX_NB];
+  moe_gemm_args g[MOE__AMX_NB];
+  for (int64_t i = 0; i < n; i++)
+    if (!moe__gemm1_args(L, b + i, p, next_p, &g[i], &R[i])) return;
+  moe__amx_gemm_blocks(L->p, g, (int)n, 1);
+#else
+  (void)L, (void)b, (void)n, (void)p, (void)next_p;
+#endif
+}
+/* GEMM2 of blocks [b, b + n) of one expert, output panel pair q, in one AMX call. */
+static inline void moe__gemm2_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t q, const uint8_t *next, size_t next_bytes) {
+#ifdef MOE__HAVE_AMX
+  moe__rows R[MOE__AMX_NB];
+  moe_gemm_args g[MOE__AMX_NB];
+  for (int64_t i = 0; i < n; i++) moe__gemm2_args(L, b + i, q, next, next_bytes, &g[i], &R[i]);
+  moe__amx_gemm_blocks(L->p, g, (int)n, 0);
+#else
+  (void)L, (void)b, (void)n, (void)q, (void)next, (void)next_bytes;
+#endif
+}
+
+
 
 /* ---- the experts' region ----------------------------------------------------------------------
  * GEMM1, the requantization of h and GEMM2 run in one parallel region, as work items claimed in
@@ -654,7 +713,11 @@ static inline void moe__gemm1_item(moe__layer *L, int64_t t) {
   int64_t runs = moe__cdiv(moe__h_panels(L), L->chunk1), gi = t / runs, p0 = t % runs * L->chunk1;
   int64_t p1 = p0 + L->chunk1 < moe__h_panels(L) ? p0 + L->chunk1 : moe__h_panels(L), t0 = moe__stats_ns(L);
   for (int64_t p = p0; p < p1; p++)
-    for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm1_block(L, b, p, p + 1 < p1 ? p + 1 : -1);
+    for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
+      n = moe__amx_run(L, b, L->group_first[gi + 1]); /* blocks that share one AMX call */
+      if (n > 1) moe__gemm1_blocks(L, b, n, p, p + 1 < p1 ? p + 1 : -1);
+      else moe__gemm1_block(L, b, p, p + 1 < p1 ? p + 1 : -1), n = 1;
+    }
   moe__busy(L, 0, &t0);
   if (__atomic_sub_fetch(&L->pending[gi], 1, __ATOMIC_ACQ_REL) == 0) {
     for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__prepare_h(L, b);
@@ -686,7 +749,11 @@ static inline void moe__gemm2_item(moe__layer *L, int64_t t) {
       size_t next_bytes = 0;
       const uint8_t *next = q + 1 < q1 ? moe__w2_pair(L, gi, q + 1, &next_bytes)
                             : gi + 1 < L->n_groups ? moe__w2_pair(L, gi + 1, q0, &next_bytes) : NULL;
-      for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__gemm2_block(L, b, q, next, next_bytes);
+      for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
+        n = moe__amx_run(L, b, L->group_first[gi + 1]);
+        if (n > 1) moe__gemm2_blocks(L, b, n, q, next, next_bytes);
+        else moe__gemm2_block(L, b, q, next, next_bytes), n = 1;
+      }
     }
     moe__busy(L, 2, &t0);
   }

@@ -150,9 +150,15 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
  * AVX-512 low-bit kernels (tot = fma(sum, scale, tot): FP8, INT4). bf16, int8 and MXFP4 have one
  * group: MXFP4's e8m0 scale is folded into the decoded bf16 weights, which is exact for a power of
  * two in bf16's normal range (calls with a scale outside it run the AVX-512 kernel). */
-/* k steps per chunk. Two chunks in flight (A 2 x 4 KB and decoded B 2 x 8 KB each) stay in L1; the
- * call's state is ~58 KB of stack (and tot 8 KB): a thread running AMX kernels needs ~80 KB of stack. */
+/* k steps per chunk. A chunk's A tiles (8 KB) and two chunks of B tiles (2 x 16 KB) stay in L1. With
+ * MOE__AMX_NB blocks, a call keeps ~58 KB of state and 16 KB of totals on the stack: a thread that
+ * runs AMX kernels needs ~100 KB of stack. */
 #define MOE__AMX_KC 4
+/* Row blocks per call: the layer hands up to this many blocks of one expert to one call, so each
+ * chunk's B tiles (loaded or decoded once) serve them all from L1. Each adds 16 KB of stack. */
+#ifndef MOE__AMX_NB
+#define MOE__AMX_NB 2
+#endif
 
 /* The thread's loaded configuration (0: none). */
 static MOE__TLS int moe__amx_loaded;
@@ -183,16 +189,14 @@ typedef struct moe__amx_b {
 
 /* A call's state: its plan, and the L1 blocks it works in. */
 typedef struct moe__amx_call {
-  MOE__ALIGN64 uint8_t ab[2][2][MOE__AMX_KC][16 * 64];   /* A tiles of two chunks, alternating     */
-  uint8_t (*a)[MOE__AMX_KC][16 * 64];                    /* the chunk's: ab[chunk & 1]            */
+  MOE__ALIGN64 uint8_t a[2][MOE__AMX_KC][16 * 64];       /* copied A tiles of a block's chunk     */
   MOE__ALIGN64 uint8_t bb[2][2][MOE__AMX_KC][2][16 * 64]; /* decoded B tiles (or the K tail's), two chunks */
-  MOE__ALIGN64 int32_t c[2][2][2][16 * 16];              /* C between passes: [rt][panel][half]  */
+  MOE__ALIGN64 int32_t c[MOE__AMX_NB][2][2][2][16 * 16]; /* C between chunks: [block][rt][panel][half] */
   moe__amx_b btt[2][2][MOE__AMX_KC];                     /* B tiles per panel, step, of two chunks */
-  moe__amx_b att[2][MOE__AMX_KC];                        /* A tiles per step (t0, t1: row tiles)   */
-  moe__amx_b *at;                                        /* the chunk's: att[buffer]              */
+  moe__amx_b at[MOE__AMX_KC];                            /* A tiles per step (t0, t1: row tiles)   */
   uint8_t (*b)[MOE__AMX_KC][2][16 * 64];                 /* the chunk's: bb[buffer]               */
   moe__amx_b (*bt)[MOE__AMX_KC];                         /* the chunk's: btt[buffer]              */
-  int kc;                                                /* k steps per chunk                     */
+  int kc, blk;                                           /* k steps per chunk; the block running  */
   moe_precision p;
   int a8, dot, np, nrt, shape;
   int64_t ks, steps, gsteps; /* k per step; steps of the call; steps per scale group                */
@@ -231,13 +235,13 @@ MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64
       copy = copy < s ? copy : s;
     }
   }
-  for (int32_t row = 0; row < g->mr; row++) {
-    const uint8_t *src = (const uint8_t *)g->a[row];
+  for (int32_t row = 0; row < 16 * C->nrt; row++) {
+    const uint8_t *src = row < g->mr ? (const uint8_t *)g->a[row] : NULL;
     uint8_t *dst = C->a[row >> 4][0] + 64 * (row & 15);
     for (int s = copy; s < n; s++) {
-      const int64_t k0 = (s0 + s) * C->ks, left = (g->kred - k0) * elt;
-      const __mmask64 mk = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-      _mm512_store_si512(dst + (size_t)s * 1024, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, src + k0 * elt), _mm512_maskz_mov_epi8(mk, flip)));
+      const int64_t k0 = (s0 + s) * C->ks, left = src ? (g->kred - k0) * elt : 0;
+      const __mmask64 mk = left >= 64 ? ~(__mmask64)0 : left > 0 ? (((__mmask64)1 << left) - 1) : 0;
+      _mm512_store_si512(dst + (size_t)s * 1024, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, src ? src + k0 * elt : dst), _mm512_maskz_mov_epi8(mk, flip)));
     }
   }
 }
@@ -317,10 +321,10 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t s0, int n, 
   }
 }
 
-/* The cbuf block of C tile t in a pass of `shape` over panel i. */
+/* The cbuf block of C tile t in a pass of `shape` over panel i (of the running block). */
 static inline int32_t *moe__amx_cbuf(moe__amx_call *C, int shape, int i, int t) {
-  if (shape == MOE__AMX_2X2) return C->c[t >> 1][i][t & 1];
-  return C->c[0][shape == MOE__AMX_1X4 ? t >> 1 : 0][t & 1];
+  if (shape == MOE__AMX_2X2) return C->c[C->blk][t >> 1][i][t & 1];
+  return C->c[C->blk][0][shape == MOE__AMX_1X4 ? t >> 1 : 0][t & 1];
 }
 
 /* A few lines of the caller's next weights into L2 per k step. */
@@ -388,7 +392,7 @@ MOE__AMX_FN void moe__amx_finish_group(const moe_gemm_args *g, moe__amx_call *C,
     const __m512 scale = moe__lowbit_scale(&C->L, gi, v);
     const __m512i zero = C->a8 ? moe__lowbit_zero(&C->L, gi, v) : _mm512_setzero_si512();
     for (int32_t row = 0; row < g->mr; row++) {
-      const __m512i s = _mm512_load_si512(C->c[row >> 4][v >> 1][v & 1] + 16 * (row & 15));
+      const __m512i s = _mm512_load_si512(C->c[C->blk][row >> 4][v >> 1][v & 1] + 16 * (row & 15));
       moe__lowbit_finish(&C->L, row, v, C->a8 ? moe__lowbit_isum(s, zero, asum[row]) : _mm512_castsi512_ps(s), scale);
     }
   }
@@ -400,7 +404,7 @@ MOE__AMX_FN void moe__amx_store(const moe_gemm_args *g, moe__amx_call *C, int ge
     __m512 v[4];
     for (int q = 0; q < 4; q++) {
       const int i = q >> 1 < C->np ? q >> 1 : 0;
-      const __m512i s = _mm512_load_si512(C->c[row >> 4][i][q & 1] + 16 * (row & 15));
+      const __m512i s = _mm512_load_si512(C->c[C->blk][row >> 4][i][q & 1] + 16 * (row & 15));
       v[q] = C->p == MOE_PREC_INT8 ? moe__qc8_dequant(s, C->codes[i] - moe__codes_offset(C->p), q & 1, g->a_scale[row]) : _mm512_castsi512_ps(s);
     }
     if (gemm1) moe__gemm1_store_avx512(g, row, v[0], v[1], v[2], v[3]);
@@ -426,28 +430,32 @@ static inline int64_t moe__amx_chunk_end(const moe__amx_call *C, int64_t c0) {
   const int64_t g1 = (c0 / C->gsteps + 1) * C->gsteps, end = g1 < C->steps ? g1 : C->steps;
   return c0 + C->kc < end ? c0 + C->kc : end;
 }
-/* Points the call at buffer `buf`'s tiles. */
-static inline void moe__amx_use(moe__amx_call *C, int buf) {
-  C->a = C->ab[buf], C->b = C->bb[buf], C->bt = C->btt[buf], C->at = C->att[buf];
-}
-/* Fills buffer `buf` with the A and B tiles of steps [c0, c1). */
+/* Points the call at buffer `buf`'s B tiles. */
+static inline void moe__amx_use(moe__amx_call *C, int buf) { C->b = C->bb[buf], C->bt = C->btt[buf]; }
+/* Fills buffer `buf` with the B tiles of steps [c0, c1). */
 MOE__AMX_FN void moe__amx_stage(const moe_gemm_args *g, moe__amx_call *C, int64_t c0, int64_t c1, int buf) {
   moe__amx_use(C, buf);
-  moe__amx_pack_a(g, C, c0, (int)(c1 - c0));
   for (int i = 0; i < C->np; i++) moe__amx_prepare_b(C, i, c0, (int)(c1 - c0), g->kpad);
 }
+/* Block b of the call runs next: its row tiles and tile shape. */
+static inline void moe__amx_block(moe__amx_call *C, const moe_gemm_args *g, int b) {
+  C->blk = b, C->nrt = g->mr > 16 ? 2 : 1;
+  C->shape = C->nrt == 2 ? MOE__AMX_2X2 : C->np == 2 ? MOE__AMX_1X4 : MOE__AMX_1X2;
+}
 
-/* The AMX kernel of precision p: gemm1 (gate and up panels, activation) or gemm2 (1-2 panels).
- * 0 when the call does not fit the tiles (the caller runs the AVX-512 kernel). */
-MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1) {
-  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];
+/* The AMX kernel of precision p over nb blocks of rows (gs[0..nb-1]: the same panels, kred and
+ * hint; their own rows and outputs), tot[b] their totals: gemm1 (gate and up panels, activation) or
+ * gemm2 (1-2 panels). Per chunk the B tiles are staged once (a chunk ahead), then every block runs
+ * its passes; with one block and one pass C stays in the tiles over a group, else it goes through
+ * cbuf between chunks. 0 when the call does not fit the tiles (the caller runs AVX-512). */
+MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1, float (*tot)[MOE_BLOCK_M * 64]) {
+  const moe_gemm_args *g = &gs[0];
   moe__amx_call C;
   const int64_t kg = g->kgroup && p != MOE_PREC_MXFP4 ? g->kgroup : 0; /* scale groups applied as sums */
-  C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1, C.nrt = g->mr > 16 ? 2 : 1;
+  C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   C.dot = !C.a8 ? MOE__AMX_BF16 : p == MOE_PREC_INT4_W4A8 ? MOE__AMX_BSUD : MOE__AMX_BUSD;
   C.ks = C.a8 ? 64 : 32;
   if (kg % C.ks) return 0;
-  C.shape = C.nrt == 2 ? MOE__AMX_2X2 : C.np == 2 ? MOE__AMX_1X4 : MOE__AMX_1X2;
   C.steps = moe__cdiv(g->kred, C.ks);
   C.kc = MOE__AMX_KC;
   C.kgroup = g->kgroup ? g->kgroup : 1;
@@ -455,34 +463,58 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1
   for (int i = 0; i < C.np; i++) C.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
   if (C.np == 1) C.codes[1] = C.codes[0];
   moe__tables_of(p, &C.tab);
-  moe__lowbit_init(p, g, C.np, &C.tab, tot, &C.L);
+  moe__lowbit_init(p, g, C.np, &C.tab, tot[0], &C.L);
   if (p == MOE_PREC_MXFP4 && !moe__amx_e8m0_foldable(g, &C)) return 0;
   C.pf = g->w_next, C.pf_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
-  C.pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C.steps * C.np) : 0;
-  if (kg) memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
-  if (g->mr & 15) memset(C.ab[0][C.nrt - 1], 0, sizeof C.ab[0][0]), memset(C.ab[1][C.nrt - 1], 0, sizeof C.ab[0][0]); /* rows past mr: zero, never rewritten */
-  if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
+  C.pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C.steps * nb) : 0;
+  for (int b = 0; b < nb; b++) {
+    if (kg) memset(tot[b], 0, (size_t)gs[b].mr * 64 * sizeof(float));
+    if (!gemm1) moe__prefetch_c_rows(&gs[b], 0, gs[b].mr);
+  }
   moe__amx_config();
   moe__amx_stage(g, &C, 0, moe__amx_chunk_end(&C, 0), 0);
   for (int64_t c0 = 0, c1 = moe__amx_chunk_end(&C, 0), buf = 0; c0 < C.steps; buf ^= 1) {
-    const int64_t n0 = c1, n1 = n0 < C.steps ? moe__amx_chunk_end(&C, n0) : n0, gs = c0 / C.gsteps * C.gsteps;
-    const int passes = C.shape == MOE__AMX_2X2 ? C.np : 1;
+    const int64_t n0 = c1, n1 = n0 < C.steps ? moe__amx_chunk_end(&C, n0) : n0, gs0 = c0 / C.gsteps * C.gsteps;
+    const int group_end = c1 == C.steps || c1 % C.gsteps == 0;
     if (n0 < C.steps) moe__amx_stage(g, &C, n0, n1, (int)buf ^ 1); /* a chunk ahead: its stores retire meanwhile */
     moe__amx_use(&C, (int)buf);
-    for (int i = 0; i < passes; i++) {
-      if (passes > 1 || c0 == gs) moe__amx_load_c(&C, i, c0 == gs);
-      moe__amx_steps(&C, i, (int)(c1 - c0));
-      if (passes > 1) moe__amx_store_c(&C, i);
+    for (int b = 0; b < nb; b++) {
+      int passes, resident;
+      moe__amx_block(&C, &gs[b], b);
+      passes = C.shape == MOE__AMX_2X2 ? C.np : 1;
+      resident = nb == 1 && passes == 1; /* C stays in the tiles from chunk to chunk */
+      moe__amx_pack_a(&gs[b], &C, c0, (int)(c1 - c0));
+      for (int i = 0; i < passes; i++) {
+        if (!resident || c0 == gs0) moe__amx_load_c(&C, i, c0 == gs0);
+        moe__amx_steps(&C, i, (int)(c1 - c0));
+        if (!resident || group_end) moe__amx_store_c(&C, i);
+      }
     }
-    if (c1 == C.steps || c1 % C.gsteps == 0) { /* the group's end */
-      if (passes == 1) moe__amx_store_c(&C, 0);
-      if (kg) moe__amx_finish_group(g, &C, c0 / C.gsteps, gs * C.ks, c1 * C.ks < g->kred ? c1 * C.ks : g->kred);
-    }
+    if (group_end && kg)
+      for (int b = 0; b < nb; b++) {
+        moe__amx_block(&C, &gs[b], b);
+        C.L.tot = tot[b];
+        moe__amx_finish_group(&gs[b], &C, c0 / C.gsteps, gs0 * C.ks, c1 * C.ks < g->kred ? c1 * C.ks : g->kred);
+      }
     c0 = n0, c1 = n1;
   }
-  if (kg) moe__lowbit_store(g, tot, gemm1, C.np, C.a8);
-  else moe__amx_store(g, &C, gemm1);
+  for (int b = 0; b < nb; b++) {
+    moe__amx_block(&C, &gs[b], b);
+    if (kg) moe__lowbit_store(&gs[b], tot[b], gemm1, C.np, C.a8);
+    else moe__amx_store(&gs[b], &C, gemm1);
+  }
   return 1;
+}
+
+/* nb blocks (1..MOE__AMX_NB) against the same panels on the tiles, or block by block on AVX-512
+ * when the call does not fit them. */
+MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1) {
+  MOE__ALIGN64 float tot[MOE__AMX_NB][MOE_BLOCK_M * 64];
+  if (moe__amx_gemm(p, gs, nb, gemm1, tot)) return;
+  for (int b = 0; b < nb; b++) {
+    const moe_gemm_config *k = moe_gemm_config_for(p, MOE_ISA_AVX512);
+    (gemm1 ? k->gemm1 : k->gemm2)(&gs[b]);
+  }
 }
 
 /* The AMX microkernels of the list (names: <MR>x<NR>c<KR> of the tiles' rows, columns and k per B
@@ -491,10 +523,12 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *g, int gemm1
 #define MOE__AMX_ATTR __attribute__((target(MOE__AMX_T))) static inline
 #define MOE__AMX_UKERNELS(fam, kr, prec, avx1, avx2)                                                                    \
   MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_16x32c##kr##__amx(const moe_gemm_args *g) {                            \
-    if (!moe__amx_gemm(prec, g, 1)) avx1(g);                                                                           \
+    MOE__ALIGN64 float tot[1][MOE_BLOCK_M * 64];                                                                       \
+    if (!moe__amx_gemm(prec, g, 1, 1, tot)) avx1(g);                                                                   \
   }                                                                                                                    \
   MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_16x64c##kr##__amx(const moe_gemm_args *g) {                            \
-    if (!moe__amx_gemm(prec, g, 0)) avx2(g);                                                                           \
+    MOE__ALIGN64 float tot[1][MOE_BLOCK_M * 64];                                                                       \
+    if (!moe__amx_gemm(prec, g, 1, 0, tot)) avx2(g);                                                                   \
   }
 MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16, moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
 MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8, moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni, moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni)
