@@ -191,6 +191,30 @@ static moe_gemm_args args_of(const moe_experts *ex, const kit_weights *kw, int w
   return g;
 }
 
+#ifdef MOE__HAVE_AMX
+/* The layer's AMX call over two row blocks of one expert (moe__amx_gemm_blocks) as a kernel of one
+ * block: the block under test (first or second) beside a partner block of other rows, whose outputs
+ * go to scratch. Each block of the call must match the scalar twin on its own. */
+static struct {
+  const act_rows *partner;
+  int second;
+  moe_precision p;
+  float out[MOE_BLOCK_M * 2 * MOE_NR], *rows[MOE_BLOCK_M];
+} mb;
+static void mb_call(const moe_gemm_args *g, int which) {
+  moe_gemm_args gs[2], other = *g;
+  const act_rows *a = mb.partner;
+  other.mr = a->mr, other.a = (const void *const *)a->row, other.lda = a->lda, other.a_scale = a->scale;
+  other.row_weight = a->weight;
+  for (int32_t m = 0; m < a->mr; m++) mb.rows[m] = mb.out + m * 2 * MOE_NR;
+  other.c = mb.out, other.ldc = 2 * MOE_NR, other.c_rows = mb.rows;
+  gs[mb.second] = *g, gs[!mb.second] = other;
+  moe__amx_gemm_blocks(mb.p, gs, 2, which == 1);
+}
+static void mb_gemm1(const moe_gemm_args *g) { mb_call(g, 1); }
+static void mb_gemm2(const moe_gemm_args *g) { mb_call(g, 2); }
+#endif
+
 /* One case: test against ref for both GEMMs, every row count, every panel (pair). */
 static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, const kcase *kc, sweep_stats *st) {
   static const int32_t rows[] = {1, 2, 3, 5, 6, 7, 11, 12, 13, 32};
@@ -216,6 +240,21 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
                       test == ref ? 0.0 : tolerance(kc->p, which), what);
         if (rel > st->max_rel[which]) st->max_rel[which] = rel;
         st->calls++;
+#ifdef MOE__HAVE_AMX
+        if (test->isa == MOE_ISA_AMX && (p == 0 || p == calls - 1)) { /* two blocks in one call */
+          act_rows partner;
+          act_rows_make(&partner, &r, moe__is_a8(kc->p), rows[(ri + 3) % (sizeof rows / sizeof rows[0])], kred, (int)(ri / 2 % 2));
+          mb.partner = &partner, mb.second = (int)(ri % 2), mb.p = kc->p;
+          snprintf(what, sizeof what, "%s two blocks (this one %s, partner mr=%d) gemm%d %s N=%lld K=%lld mr=%d call=%lld",
+                   test->name, mb.second ? "second" : "first", (int)partner.mr, which, kc->lay.name, (long long)kc->N,
+                   (long long)kc->K, (int)g.mr, (long long)p);
+          rel = compare(which == 1 ? mb_gemm1 : mb_gemm2, which == 1 ? ref->gemm1 : ref->gemm2, which, &g,
+                        tolerance(kc->p, which), what);
+          if (rel > st->max_rel[which]) st->max_rel[which] = rel;
+          st->calls++;
+          act_rows_free(&partner);
+        }
+#endif
       }
       act_rows_free(&a);
     }
