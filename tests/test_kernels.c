@@ -241,7 +241,7 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
         if (rel > st->max_rel[which]) st->max_rel[which] = rel;
         st->calls++;
 #ifdef MOE__HAVE_AMX
-        if (test->isa == MOE_ISA_AMX && (p == 0 || p == calls - 1)) { /* two blocks in one call */
+        if (test->isa == MOE_ISA_AMX && p == calls - 1) { /* two blocks in one call (the last: nr tails) */
           act_rows partner;
           act_rows_make(&partner, &r, moe__is_a8(kc->p), rows[(ri + 3) % (sizeof rows / sizeof rows[0])], kred, (int)(ri / 2 % 2));
           mb.partner = &partner, mb.second = (int)(ri % 2), mb.p = kc->p;
