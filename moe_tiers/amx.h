@@ -135,16 +135,16 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
  *   tmm6, 7  B: one panel's columns 0-15 and 16-31 x one k step (16 lines of layout (a))
  *
  * A k step is 64 bytes of a row: 32 bf16 k (tdpbf16ps) or 64 int8 k (tdpbusd, tdpbsud). A call runs
- * k in chunks of MOE__AMX_KC steps. Per chunk the rows' activations are copied once into an L1
- * block in tile order, and each panel's B tiles are read once for both row tiles (stored lines in
- * place; low-bit lines decoded into an L1 block):
+ * one or more row blocks (the layer's blocks of one expert) against the same panels, k in chunks of
+ * MOE__AMX_KC steps. A chunk's B tiles are staged once, a chunk ahead, for every block (stored lines
+ * in place; low-bit lines decoded into an L1 block); each block's A tiles are read in place when its
+ * rows are lda apart, else copied into an L1 block in tile order:
  *
- *   chunk ─► A: a[rt][step] 16 x 64 B ─► rows > 16, two panels: pass per panel, 2x2 blocking
- *            B: stored lines, or b[panel][step][half]     C0 C1 = rt0 x (cols 0-15, 16-31)
- *                                                        C2 C3 = rt1 x (cols 0-15, 16-31)
- *                                                      (C reloaded from cbuf between passes)
- *                                     otherwise one pass, C resident: 2x2, 1x4 (C0 C1 panel 0,
- *                                     C2 C3 panel 1) or 1x2
+ *   chunk ─► B: stored lines, or b[panel][step][half]     per block ─► A: in place, or a[rt][step]
+ *            rows > 16, two panels: pass per panel, 2x2     C0 C1 = rt0 x (cols 0-15, 16-31)
+ *                                                          C2 C3 = rt1 x (cols 0-15, 16-31)
+ *            otherwise one pass: 2x2, 1x4 (C0 C1 panel 0, C2 C3 panel 1) or 1x2
+ *            C through cbuf[block] between passes and chunks (resident with one block, one pass)
  *
  * C stays in the tiles over a whole scale group, then goes through cbuf into the totals as in the
  * AVX-512 low-bit kernels (tot = fma(sum, scale, tot): FP8, INT4). bf16, int8 and MXFP4 have one
