@@ -1,0 +1,677 @@
+/* moe_tiers/avx2.h — the AVX2 and AVX-VNNI tiers of moe_gemm.h: their microkernels for every
+ * precision and their row operations. Included by moe_gemm.h inside its implementation (after the
+ * AVX-512 and AMX tiers); not a header to include on its own.
+ */
+/* ---- AVX2 and AVX-VNNI kernels -------------------------------------------------------------------
+ * For CPUs without AVX-512 (Intel client cores, Zen 2/3): the same packed panels, 8 columns per ymm.
+ * BF16/FP16: each (a) line's dwords hold a column's bf16 pair; `<< 16` and `& 0xFFFF0000` widen the
+ * even and odd element to f32, two FMAs take them, one chain per column in k order. INT8: the
+ * activations as a - 128 (signed) and vpmaddubsw(|w|, sign(a - 128, w)) then vpmaddwd(., 1): each
+ * 16-bit pair sum is at most 2 * 128 * 127 = 32512 < 32767, so nothing saturates and the int32 sum
+ * is exactly sum_k (a - 128) w, the same integer as vpdpbusd's sum minus the compensation; AVX-VNNI
+ * runs vpdpbusd on ymm (u8 x s8, then minus comp). Either way INT8 gives the bits of the other tiers.
+ * Tiles of R rows x 16 columns (below); a call runs each panel half (gemm1: gate, then up) into f32
+ * totals, then the activation or the top-k weight. FP8, INT4 and MXFP4: see "the low-bit precisions
+ * on AVX2" below. */
+#if defined(MOE__X86) && !defined(MOE_NO_AVX2) && (defined(__GNUC__) || defined(__clang__))
+#define MOE__HAVE_AVX2 1
+#include <immintrin.h>
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define MOE__GCC_DIAG_PUSHED2 1
+#endif
+#define MOE__T_AVX2 "avx2,fma,f16c"
+#define MOE__AVX2 __attribute__((target(MOE__T_AVX2))) static inline
+#define MOE__AVXVNNI __attribute__((target(MOE__T_AVX2 ",avxvnni"))) static inline
+#define MOE__AVX2_FEATURES (MOE_CPU_AVX2 | MOE_CPU_FMA | MOE_CPU_F16C)
+#define MOE__AVXVNNI_FEATURES (MOE__AVX2_FEATURES | MOE_CPU_AVX_VNNI)
+
+/* Lanes < left all ones (maskload/maskstore). */
+MOE__AVX2 __m256i moe__mask8(int64_t left) {
+  const int32_t n = (int32_t)(left >= 8 ? 8 : left > 0 ? left : 0);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* e^x as moe__exp_avx512: the same polynomial; 2^n in two halves (each a normal power of two). */
+MOE__AVX2 __m256 moe__exp_avx2(__m256 x) {
+  __m256 n, r, p;
+  __m256i h1, h2;
+  x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+  n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  h1 = _mm256_srai_epi32(_mm256_cvtps_epi32(n), 1);
+  h2 = _mm256_sub_epi32(_mm256_cvtps_epi32(n), h1);
+  p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h1, _mm256_set1_epi32(127)), 23)));
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h2, _mm256_set1_epi32(127)), 23)));
+}
+
+/* act(g, u) for 8 columns (see moe__act). */
+MOE__AVX2 __m256 moe__act_avx2(moe_activation act, __m256 g, __m256 u, float alpha, float limit) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  __m256 z;
+  if (act == MOE_ACT_GELU_TANH) {
+    __m256 g3 = _mm256_mul_ps(_mm256_mul_ps(g, g), g);
+    z = _mm256_mul_ps(_mm256_set1_ps(2.0f * 0.7978845608028654f), _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), g3, g));
+  } else if (act == MOE_ACT_SWIGLU_OAI) {
+    g = _mm256_min_ps(_mm256_set1_ps(limit), g);
+    u = _mm256_max_ps(_mm256_set1_ps(-limit), _mm256_min_ps(_mm256_set1_ps(limit), u));
+    u = _mm256_add_ps(u, one);
+    z = _mm256_mul_ps(_mm256_set1_ps(alpha), g);
+  } else {
+    z = g;
+  }
+  return _mm256_div_ps(_mm256_mul_ps(g, u), _mm256_add_ps(one, moe__exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), z))));
+}
+
+/* Epilogues from the f32 totals of a call (row r: 64 floats; gemm1: gate 0-31, up 32-63). */
+MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gemm1) {
+  for (int32_t r = 0; r < g->mr; r++)
+    for (int32_t c = 0; c < g->nr; c += 8) {
+      const __m256i mk = moe__mask8(g->nr - c);
+      __m256 v = _mm256_load_ps(tot + 64 * r + c);
+      if (g->bias) v = _mm256_add_ps(v, _mm256_maskload_ps(g->bias + c, mk));
+      if (gemm1) {
+        __m256 u = _mm256_load_ps(tot + 64 * r + 32 + c);
+        if (g->bias_up) u = _mm256_add_ps(u, _mm256_maskload_ps(g->bias_up + c, mk));
+        _mm256_maskstore_ps(g->c + r * g->ldc + c, mk, moe__act_avx2(g->act, v, u, g->alpha, g->limit));
+      } else {
+        float *o = g->c_rows[r] + c;
+        _mm256_maskstore_ps(o, mk, _mm256_fmadd_ps(v, _mm256_set1_ps(g->row_weight[r]), _mm256_maskload_ps(o, mk)));
+      }
+    }
+}
+
+#ifndef MOE__ALIGN64 /* (without the AVX-512 tier) */
+#define MOE__ALIGN64 __attribute__((aligned(64)))
+#endif
+
+/* The tiles: R rows x 16 columns (half h of a panel: its lines' bytes 64h..64h+63, two ymm), one
+ * function per R through always_inline with a constant R. BF16: R <= 4 (8 accumulators, 4 widened
+ * weight vectors, a pair of row values); INT8: R <= 6 with vpdpbusd, R <= 4 with vpmaddubsw; W4A8: R <= 4
+ * (6 rows, 12 accumulators with the nibble mask and the flip, spilled: VNNI in cache 400 vs 680 GOPS). */
+#define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
+#define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX2 ",avxvnni"), always_inline)) static inline
+
+/* The k steps i of [lo, hi) whose kr elements all lie in [k0, k1): [*in0, *in1). The tiles run
+ * STEP(0) there (a row's step is one dword load) and STEP(1) at the edges (moe__group_in masks it):
+ * the masking's compare and branch per row and step cost the tiles up to half their speed. */
+static inline void moe__interior(int64_t k0, int64_t k1, int kr, int64_t lo, int64_t hi, int64_t *in0, int64_t *in1) {
+  *in0 = moe__clamp64((k0 + kr - 1) / kr, lo, hi);
+  *in1 = moe__clamp64(k1 / kr, *in0, hi);
+}
+/* Software prefetch of what the call reads next (the up panel, then g->w_next), one line per k
+ * step of the prefill passes: those passes re-read a panel from L2 while the prefetches bring the
+ * next one in, so DRAM streams under the compute instead of stalling each call's first pass. */
+typedef struct moe__pf {
+  const uint8_t *p, *end, *next, *next_end;
+} moe__pf;
+static inline moe__pf moe__pf_init(const moe_gemm_args *g, const uint8_t *from, const uint8_t *to) {
+  moe__pf f;
+  f.p = from, f.end = to, f.next = g->w_next, f.next_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
+  return f;
+}
+MOE__AVX2_INLINE void moe__pf_line(moe__pf *f) {
+  if (f->p >= f->end) {
+    if (!f->next) return;
+    f->p = f->next, f->end = f->next_end, f->next = NULL;
+  }
+  _mm_prefetch((const char *)f->p, _MM_HINT_T1);
+  f->p += 64;
+}
+
+/* The three parts of a tile's k loop: edge steps (FILL the rows' masked dwords, STEP(1)), the interior
+ * (STEP(0), one prefetch each through the cursor pf, none when pf is NULL), edge steps. */
+#define MOE__SPLIT_LOOP(i, lo, in0, in1, hi, FILL, STEP, pf)                                                          \
+  for (i = lo; i < in0; i++) {                                                                                        \
+    FILL;                                                                                                             \
+    STEP(1)                                                                                                           \
+  }                                                                                                                   \
+  for (; i < in1; i++) {                                                                                              \
+    STEP(0)                                                                                                           \
+    if (pf) moe__pf_line(pf);                                                                                         \
+  }                                                                                                                   \
+  for (; i < hi; i++) {                                                                                               \
+    FILL;                                                                                                             \
+    STEP(1)                                                                                                           \
+  }
+/* Row r's dword at step i: edge[r] (filled by moe__edge_fill), else a plain load. The masked reads
+ * are gathered before the step, apart from the accumulators: with them inside the step the compiler
+ * kept the accumulators in memory in every loop. */
+#define MOE__A_STEP(a, i, edge_r, edge) ((edge) ? (edge_r) : moe__load_u32((a) + 4 * (size_t)(i)))
+static inline void moe__edge_fill(const moe_gemm_args *g, int32_t r0, int R, int64_t i, int64_t k0, int64_t k1, int kr, size_t elt, int pad,
+                                  uint32_t *edge) {
+  for (int r = 0; r < R; r++) edge[r] = moe__group_in((const uint8_t *)g->a[r0 + r], i, k0, k1, kr, elt, pad);
+}
+
+MOE__AVX2_INLINE void moe__bf16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *codes, int h0, const int NH, int32_t r0,
+                                          const int R, float *t, moe__pf *pf) { /* BF16 panels have no header: codes = panel */
+  const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+  const int64_t pairs = (g->kred + 1) / 2;
+  (void)p;
+  __m256 acc[4][4];
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_ps();
+  int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
+  moe__interior(0, g->kred, 2, 0, pairs, &in0, &in1);
+#define MOE__BF16_STEP(edge)                                                                                          \
+  for (int hh = 0; hh < NH; hh++) {                                                                                   \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                           \
+    const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
+    const __m256 we0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)), wo0 = _mm256_castsi256_ps(_mm256_and_si256(w0, hi)); \
+    const __m256 we1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16)), wo1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi)); \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
+      const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
+      acc[r][2 * hh] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][2 * hh]));                            \
+      acc[r][2 * hh + 1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][2 * hh + 1]));                    \
+    }                                                                                                                 \
+  }
+  MOE__SPLIT_LOOP(i, 0, in0, in1, pairs, moe__edge_fill(g, r0, R, i, 0, g->kred, 2, 2, 0, ae), MOE__BF16_STEP, pf)
+#undef MOE__BF16_STEP
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2 * NH; v++) _mm256_store_ps(t + 64 * r + 16 * h0 + 8 * v, acc[r][v]);
+}
+
+/* INT8 (c4 panels with the comp/scale header): exact int32 sums, dequantized as the other tiers. */
+MOE__AVX2_INLINE void moe__qc8_dequant_avx2(const moe_gemm_args *g, const uint8_t *panel, int h, int32_t r, __m256i s0, __m256i s1,
+                                            int vnni, float *t) {
+  for (int v = 0; v < 2; v++) {
+    const int c = 16 * h + 8 * v;
+    __m256i s = v ? s1 : s0;
+    if (vnni) s = _mm256_sub_epi32(s, _mm256_loadu_si256((const __m256i *)(const void *)(panel + 4 * c)));
+    const __m256 col_scale = _mm256_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 4 * c));
+    _mm256_store_ps(t + c, _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(g->a_scale[r])), col_scale));
+  }
+}
+MOE__AVX2_INLINE void moe__qc8_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,
+                                         const int R, float *t, moe__pf *pf) {
+  const uint8_t *codes = panel + moe__codes_offset(p);
+  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+  const int64_t quads = (g->kred + 3) / 4;
+  __m256i acc[4][4];
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
+  int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
+  moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
+#define MOE__QC8_STEP(edge)                                                                                           \
+  for (int hh = 0; hh < NH; hh++) {                                                                                   \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                           \
+    const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
+    const __m256i aw0 = _mm256_abs_epi8(w0), aw1 = _mm256_abs_epi8(w1);                                               \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)), flip); \
+      acc[r][2 * hh] = _mm256_add_epi32(acc[r][2 * hh], _mm256_madd_epi16(_mm256_maddubs_epi16(aw0, _mm256_sign_epi8(a, w0)), ones)); \
+      acc[r][2 * hh + 1] = _mm256_add_epi32(acc[r][2 * hh + 1], _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(a, w1)), ones)); \
+    }                                                                                                                 \
+  }
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__QC8_STEP, pf)
+#undef MOE__QC8_STEP
+  for (int r = 0; r < R; r++)
+    for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 0, t + 64 * r);
+}
+MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,
+                                               const int R, float *t, moe__pf *pf) {
+  const uint8_t *codes = panel + moe__codes_offset(p);
+  const int64_t quads = (g->kred + 3) / 4;
+  __m256i acc[6][4];
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();
+  int64_t i, in0, in1;
+  uint32_t ae[6]; /* the rows' masked dwords at an edge step */
+  moe__interior(0, g->kred, 4, 0, quads, &in0, &in1);
+#define MOE__VNNI_STEP(edge)                                                                                          \
+  for (int hh = 0; hh < NH; hh++) {                                                                                   \
+    const uint8_t *line = codes + 128 * (size_t)i + 64 * (size_t)(h0 + hh);                                           \
+    const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)line), w1 = _mm256_load_si256((const __m256i *)(const void *)(line + 32)); \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i a = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
+      acc[r][2 * hh] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh], a, w0);                                                \
+      acc[r][2 * hh + 1] = _mm256_dpbusd_avx_epi32(acc[r][2 * hh + 1], a, w1);                                        \
+    }                                                                                                                 \
+  }
+  MOE__SPLIT_LOOP(i, 0, in0, in1, quads, moe__edge_fill(g, r0, R, i, 0, g->kred, 4, 1, 0x80, ae), MOE__VNNI_STEP, pf)
+#undef MOE__VNNI_STEP
+  for (int r = 0; r < R; r++)
+    for (int hh = 0; hh < NH; hh++) moe__qc8_dequant_avx2(g, panel, h0 + hh, r0 + r, acc[r][2 * hh], acc[r][2 * hh + 1], 1, t + 64 * r);
+}
+
+
+/* ---- the low-bit precisions on AVX2 -------------------------------------------------------------
+ * Decoded in registers, 8 columns at a time, into f32 (FP8, INT4-W4A16, MXFP4: the even and odd
+ * element of a pair, as the BF16 tile) or into unsigned codes (W4A8: a k quad per lane, the signed
+ * operand being a - 128), group by group: a group's sums start at zero and at its end
+ *   tot[r][c] = fma(sum, scale[c], tot[r][c])          (W4A8: sum - zero[c] * sum_k (a - 128) first)
+ * as the AVX-512 kernels do, so W4A8 keeps the bits of the other tiers. Decoding without byte or
+ * word permutes: e4m3 as fp16 with its fields shifted in place (subnormals included; S.1111.111 made
+ * an fp16 NaN) and vcvtph2ps; e2m1 through vpermps over its 8 magnitudes and the sign bit; int4 as
+ * q - zero. */
+
+/* f32 scale of 8 columns (col0..col0+7) of group gi: f32 meta, or e8m0 (0: 2^-127, 255: NaN). */
+MOE__AVX2 __m256 moe__lb_scale_avx2(moe_precision p, const uint8_t *meta, int64_t gi, int col0) {
+  const size_t cell = (size_t)gi * MOE_NR + (size_t)col0;
+  if (moe__meta_of(p) == MOE__META_E8M0) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + cell)));
+    __m256i bits = _mm256_slli_epi32(e, 23);
+    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x00400000), _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
+    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x7FC00000), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
+    return _mm256_castsi256_ps(bits);
+  }
+  return _mm256_loadu_ps((const float *)(const void *)(meta + 4 * cell));
+}
+
+/* The even and odd element of pair i for the 8 columns 8q..8q+7 of a panel, as f32 (before the
+ * group scale; int4: q - zero with the group's zero points zq; fp8: the value x 2^-8, see below). */
+MOE__AVX2_INLINE void moe__lb_pair_avx2(moe_precision p, const uint8_t *codes, int64_t i, int q, __m256i zq, __m256 *we, __m256 *wo) {
+  if (p == MOE_PREC_FP8) { /* layout (b): 8-byte runs of 4 columns x (k0, k1) */
+    const uint8_t *line = codes + 64 * (size_t)i + 32 * (size_t)(q & 1) + 8 * (size_t)(q >> 1);
+    __m128i x = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)line), _mm_loadl_epi64((const __m128i *)(const void *)(line + 16)));
+    x = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    { /* as fp16, e4m3's fields shifted in place: the value x 2^-8 (normals and subnormals), S.1111.111 NaN */
+      const __m256i u = _mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8), m = _mm256_set1_epi16(0x7F00);
+      __m256i h = _mm256_and_si256(_mm256_srai_epi16(u, 1), _mm256_set1_epi16((short)0xBF80));
+      h = _mm256_or_si256(h, _mm256_cmpeq_epi16(_mm256_and_si256(u, m), m));
+      *we = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+      *wo = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+    }
+    return;
+  }
+  { /* layout (c): dword c holds column c's two words (e = 0, 1), nibble j = pair j of the 8 k */
+    const __m256i d = _mm256_srli_epi32(_mm256_load_si256((const __m256i *)(const void *)(codes + 128 * (size_t)(i / 4) + 32 * (size_t)q)), (int)(4 * (i % 4)));
+    const __m256i ie = _mm256_and_si256(d, _mm256_set1_epi32(15)), io = _mm256_and_si256(_mm256_srli_epi32(d, 16), _mm256_set1_epi32(15));
+    if (p == MOE_PREC_MXFP4) {
+      const __m256 mag = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+      *we = _mm256_xor_ps(_mm256_permutevar8x32_ps(mag, ie), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(ie, _mm256_set1_epi32(8)), 28)));
+      *wo = _mm256_xor_ps(_mm256_permutevar8x32_ps(mag, io), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(io, _mm256_set1_epi32(8)), 28)));
+    } else {
+      *we = _mm256_cvtepi32_ps(_mm256_sub_epi32(ie, zq));
+      *wo = _mm256_cvtepi32_ps(_mm256_sub_epi32(io, zq));
+    }
+  }
+}
+
+/* A group's sums in units of the weights: FP8 decodes through fp16 as value x 2^-8 (vcvtph2ps: a
+ * third of the ops of the bit-field decode), so its sums are scaled back, exactly (a power of two;
+ * the same bits as decoding the value itself unless a product falls below 2^-118). */
+MOE__AVX2_INLINE __m256 moe__lb_unit_avx2(moe_precision p, __m256 sum) { return p == MOE_PREC_FP8 ? _mm256_mul_ps(sum, _mm256_set1_ps(256.0f)) : sum; }
+
+/* FP8, INT4-W4A16, MXFP4 for 1-2 rows (decode): R rows x the panel's 32 columns, decoded in registers, into t;
+ * the weights stream once, in order. */
+MOE__AVX2_INLINE void moe__lb16_tile_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, const int R, float *t) {
+  const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+  const uint8_t *codes = panel, *meta = panel + moe__meta_offset(p, g->kpad);
+  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    __m256 acc[2][4];
+    __m256i zq[4];
+    for (int v = 0; v < 4; v++) {
+      zq[v] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 8 * (size_t)v)))
+                                      : _mm256_setzero_si256();
+      for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
+    }
+    int64_t i, in0, in1;
+    uint32_t ae[6]; /* the rows' masked dwords at an edge step */
+    moe__interior(k0, k1, 2, k0 / 2, (k1 + 1) / 2, &in0, &in1);
+#define MOE__LB16_STEP(edge)                                                                                          \
+    for (int v = 0; v < 4; v++) {                                                                                     \
+      __m256 we, wo;                                                                                                  \
+      moe__lb_pair_avx2(p, codes, i, v, zq[v], &we, &wo);                                                             \
+      for (int r = 0; r < R; r++) {                                                                                   \
+        const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r], i, ae[r], edge));              \
+        const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
+        acc[r][v] = _mm256_fmadd_ps(a1, wo, _mm256_fmadd_ps(a0, we, acc[r][v]));                                      \
+      }                                                                                                               \
+    }
+    MOE__SPLIT_LOOP(i, k0 / 2, in0, in1, (k1 + 1) / 2, moe__edge_fill(g, 0, R, i, k0, k1, 2, 2, 0, ae), MOE__LB16_STEP, NULL)
+#undef MOE__LB16_STEP
+    for (int v = 0; v < 4; v++) {
+      const __m256 s = moe__lb_scale_avx2(p, meta, gi, 8 * v);
+      for (int r = 0; r < R; r++) {
+        float *o = t + 64 * r + 8 * v;
+        _mm256_store_ps(o, _mm256_fmadd_ps(moe__lb_unit_avx2(p, acc[r][v]), s, _mm256_load_ps(o)));
+      }
+    }
+  }
+}
+
+/* sum_k (a[k] - 128) over n bytes, as moe__sum_s8 */
+MOE__AVX2 int32_t moe__sum_s8_avx2(const uint8_t *a, int64_t n) {
+  __m256i acc = _mm256_setzero_si256();
+  int64_t i = 0, s;
+  int64_t lanes[4];
+  for (; i + 32 <= n; i += 32) acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_loadu_si256((const __m256i *)(const void *)(a + i)), _mm256_setzero_si256()));
+  _mm256_storeu_si256((__m256i *)(void *)lanes, acc);
+  s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; i++) s += a[i];
+  return (int32_t)(s - 128 * n);
+}
+
+/* VEX vpdpbusd (AVX-VNNI): u8 x s8 quads into int32 */
+MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { return _mm256_dpbusd_avx_epi32(acc, a_u8, w_s8); }
+
+/* W4A8: codes (0..15) x (a - 128), exact int32 group sums; VNNI: vpdpbusd, else vpmaddubsw (codes
+ * unsigned, |a - 128| <= 127: pair sums <= 2 * 15 * 127, no saturation) + vpmaddwd. */
+/* One k quad i of a W4A8 tile: codes x (a - 128) into acc[r][v] (v: the 8-column blocks of halves h0..). */
+#define MOE__Q4_STEP(attr, name, vnni)                                                                                \
+  attr void name(const moe_gemm_args *g, const uint8_t *panel, int64_t i, int h0, const int NH,                       \
+                 int32_t r0, const int R, const int edge, const uint32_t *ae, __m256i (*acc)[4]) {                    \
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80), m4 = _mm256_set1_epi8(15);        \
+    for (int v = 0; v < 2 * NH; v++) { /* half h: low (h = 0) or high nibbles; v & 1: bytes 32.. */                   \
+      const int h = h0 + v / 2;                                                                                       \
+      const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1))); \
+      const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                                  \
+      for (int r = 0; r < R; r++) {                                                                                   \
+        const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)), flip); \
+        acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                           \
+                         : _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(_mm256_maddubs_epi16(c, a), ones));          \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }
+MOE__Q4_STEP(MOE__AVX2_INLINE, moe__q4_step_avx2, 0)
+MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
+#undef MOE__Q4_STEP
+
+#define MOE__Q4_TILE(attr, name, step)                                                                                \
+  attr void name(const moe_gemm_args *g, moe_precision p, const uint8_t *panel, int h0, const int NH, int32_t r0,     \
+                 const int R, float *t, moe__pf *pf) {                                                                \
+    const uint8_t *meta = panel + moe__meta_offset(p, g->kpad);                                                       \
+    const int64_t ng = moe__cdiv(g->kred, g->kgroup);                                                                 \
+    for (int64_t k0 = 0, gi = 0; k0 < g->kred; k0 += g->kgroup, gi++) {                                               \
+      const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;                                         \
+      __m256i acc[MOE__Q4_MAXR][4];                                                                                   \
+      int32_t asum[MOE__Q4_MAXR];                                                                                     \
+      for (int r = 0; r < R; r++) {                                                                                   \
+        asum[r] = moe__sum_s8_avx2((const uint8_t *)g->a[r0 + r] + k0, k1 - k0);                                      \
+        for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                          \
+      }                                                                                                               \
+      int64_t i, in0, in1;                                                                                            \
+      uint32_t ae[MOE__Q4_MAXR];                                                                                      \
+      moe__interior(k0, k1, 4, k0 / 4, (k1 + 3) / 4, &in0, &in1);                                                     \
+      for (i = k0 / 4; i < in0; i++) {                                                                                \
+        moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
+        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                                 \
+      }                                                                                                               \
+      for (; i < in1; i++) {                                                                                          \
+        step(g, panel, i, h0, NH, r0, R, 0, ae, acc);                                                                 \
+        if (pf) moe__pf_line(pf);                                                                                     \
+      }                                                                                                               \
+      for (; i < (k1 + 3) / 4; i++) {                                                                                 \
+        moe__edge_fill(g, r0, R, i, k0, k1, 4, 1, 0x80, ae);                                                          \
+        step(g, panel, i, h0, NH, r0, R, 1, ae, acc);                                                                 \
+      }                                                                                                               \
+      for (int v = 0; v < 2 * NH; v++) {                                                                              \
+        const int col0 = 16 * h0 + 8 * v;                                                                             \
+        const __m256 s = moe__lb_scale_avx2(p, meta, gi, col0);                                                       \
+        const __m256i z = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + (size_t)col0))); \
+        for (int r = 0; r < R; r++) {                                                                                 \
+          float *o = t + 64 * r + col0;                                                                               \
+          const __m256 isum = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][v], _mm256_mullo_epi32(z, _mm256_set1_epi32(asum[r])))); \
+          _mm256_store_ps(o, _mm256_fmadd_ps(isum, s, _mm256_load_ps(o)));                                            \
+        }                                                                                                             \
+      }                                                                                                               \
+    }                                                                                                                 \
+  }
+#define MOE__Q4_MAXR 4
+MOE__Q4_TILE(MOE__AVX2_INLINE, moe__q4_tile_avx2, moe__q4_step_avx2)
+MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, moe__q4_step_avxvnni)
+#undef MOE__Q4_TILE
+
+/* A call: every panel (gemm1: gate then up; gemm2: one or two) into zeroed f32 totals, then the
+ * epilogue. Up to 2 rows (decode) run both halves of a line pair in one pass (R x 32 columns), so the
+ * weights stream once in order; more rows run each half on its own, rows in tiles of at most MAXR
+ * with balanced heights (R x 16 columns: more rows per weight load). W4A8's totals then take the
+ * row scale (the AVX-512 kernels' order; INT8's tiles apply it themselves). */
+#define MOE__AVX2_GEMM(attr, name, tile, MAXR)                                                                        \
+  attr void name(moe_precision p, const moe_gemm_args *g, int gemm1) {                                                \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                         \
+    const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;                                                                   \
+    const int32_t tiles = (g->mr + MAXR - 1) / MAXR;                                                                  \
+    moe__pf pf = moe__pf_init(g, g->w + g->panel_bytes, g->w + (size_t)np * g->panel_bytes);                          \
+    memset(tot, 0, sizeof tot);                                                                                       \
+    for (int i = 0; i < np; i++) {                                                                                    \
+      const uint8_t *w = g->w + (size_t)i * g->panel_bytes;                                                           \
+      float *t = tot + 32 * i;                                                                                        \
+      if (g->mr <= 2) {                                                                                               \
+        if (g->mr == 1) tile(g, p, w, 0, 2, 0, 1, t, NULL);                                                           \
+        else tile(g, p, w, 0, 2, 0, 2, t, NULL);                                                                      \
+        continue;                                                                                                     \
+      }                                                                                                               \
+      for (int h = 0; h < 2; h++)                                                                                     \
+        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                              \
+          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                                  \
+          switch (rows) {                                                                                             \
+          case 1: tile(g, p, w, h, 1, r0, 1, t + 64 * r0, &pf); break;                                                \
+          case 2: tile(g, p, w, h, 1, r0, 2, t + 64 * r0, &pf); break;                                                \
+          case 3: tile(g, p, w, h, 1, r0, 3 < MAXR ? 3 : MAXR, t + 64 * r0, &pf); break;                              \
+          case 4: tile(g, p, w, h, 1, r0, 4 < MAXR ? 4 : MAXR, t + 64 * r0, &pf); break;                              \
+          case 5: tile(g, p, w, h, 1, r0, 5 < MAXR ? 5 : MAXR, t + 64 * r0, &pf); break;                              \
+          default: tile(g, p, w, h, 1, r0, MAXR, t + 64 * r0, &pf); break;                                            \
+          }                                                                                                           \
+          r0 += rows;                                                                                                 \
+        }                                                                                                             \
+    }                                                                                                                 \
+    if (p == MOE_PREC_INT4_W4A8)                                                                                      \
+      for (int32_t r = 0; r < g->mr; r++)                                                                             \
+        for (int c = 0; c < 64; c += 8)                                                                               \
+          _mm256_store_ps(tot + 64 * r + c, _mm256_mul_ps(_mm256_load_ps(tot + 64 * r + c), _mm256_set1_ps(g->a_scale[r]))); \
+    moe__store_avx2(g, tot, gemm1);                                                                                   \
+  }
+MOE__AVX2_GEMM(MOE__AVX2, moe__bf16_gemm_avx2, moe__bf16_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVX2, moe__qc8_gemm_avx2, moe__qc8_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVXVNNI, moe__qc8_gemm_avxvnni, moe__qc8_tile_avxvnni, 6)
+MOE__AVX2_GEMM(MOE__AVX2, moe__q4_gemm_avx2, moe__q4_tile_avx2, 4)
+MOE__AVX2_GEMM(MOE__AVXVNNI, moe__q4_gemm_avxvnni, moe__q4_tile_avxvnni, 4)
+#undef MOE__AVX2_GEMM
+
+/* FP8, INT4-W4A16, MXFP4 with 3+ rows: each chunk of k pairs is decoded once into f32 for the
+ * panel's 32 columns and every row tile reads it, so the decode (10-30 vector ops per 16 weights
+ * without byte permutes) is paid once per call, not once per tile. The same sums in the same order
+ * as the register tiles (bitwise equal): a group's sums from zero, then tot = fma(sum, s, tot).
+ *   dec[pair - i0][q][we 0..7 | wo 0..7]     q: the 8-column blocks of the panel */
+#define MOE__LB_CHUNK 64 /* pairs per decoded chunk: 16 KB of f32 */
+
+/* Group gi's k range [k0, k1) and pairs [pair0, pair1) (an odd group edge shares its pair with the
+ * neighbour group: each reads only its own element, moe__group_in). */
+typedef struct moe__group_span {
+  int64_t k0, k1, pair0, pair1;
+} moe__group_span;
+static inline moe__group_span moe__group_of(const moe_gemm_args *g, int64_t gi) {
+  moe__group_span sp;
+  sp.k0 = gi * g->kgroup, sp.k1 = sp.k0 + g->kgroup < g->kred ? sp.k0 + g->kgroup : g->kred;
+  sp.pair0 = sp.k0 / 2, sp.pair1 = (sp.k1 + 1) / 2;
+  return sp;
+}
+
+/* Decodes pairs [i0, i1) of a panel into dec, group by group (INT4: each group's zero points). */
+MOE__AVX2_INLINE void moe__lb16_decode_avx2(const moe_gemm_args *g, moe_precision p, const uint8_t *codes, const uint8_t *meta,
+                                            int64_t i0, int64_t i1, float *dec) {
+  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  for (int64_t gi = 2 * i0 / g->kgroup; gi < ng; gi++) {
+    const moe__group_span sp = moe__group_of(g, gi);
+    const int64_t s0 = sp.pair0 > i0 ? sp.pair0 : i0, s1 = sp.pair1 < i1 ? sp.pair1 : i1;
+    __m256i zq[4];
+    if (s0 >= i1) break;
+    for (int q = 0; q < 4; q++)
+      zq[q] = p == MOE_PREC_INT4_W4A16 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + (size_t)ng * MOE_NR * 4 + (size_t)gi * MOE_NR + 8 * (size_t)q)))
+                                       : _mm256_setzero_si256();
+    for (int64_t i = s0; i < s1; i++)
+      for (int q = 0; q < 4; q++) {
+        __m256 we, wo;
+        moe__lb_pair_avx2(p, codes, i, q, zq[q], &we, &wo);
+        _mm256_store_ps(dec + 64 * (i - i0) + 16 * q, we);
+        _mm256_store_ps(dec + 64 * (i - i0) + 16 * q + 8, wo);
+      }
+  }
+}
+
+/* Rows r0..r0+R-1 x the 16 columns of half h over the decoded pairs [i0, i1), group by group: a
+ * group's sums start at zero (or from part, where it began in the previous chunk) and at its end go
+ * into the totals, tot = fma(sum, scale, tot); a group that goes on into the next chunk is kept in
+ * part. So a chunk holds several small groups (MXFP4's 32) or a piece of a large one. */
+MOE__AVX2_INLINE void moe__lb16_dec_tile_avx2(const moe_gemm_args *g, moe_precision p, const float *dec, const uint8_t *meta,
+                                              int64_t i0, int64_t i1, int h, int32_t r0, const int R, float *part, float *tot,
+                                              moe__pf *pf) {
+  const __m256i hi = _mm256_set1_epi32((int)0xFFFF0000u);
+  const int64_t ng = moe__cdiv(g->kred, g->kgroup);
+  for (int64_t gi = 2 * i0 / g->kgroup; gi < ng; gi++) {
+    const moe__group_span sp = moe__group_of(g, gi);
+    const int64_t k0 = sp.k0, k1 = sp.k1, s0 = sp.pair0 > i0 ? sp.pair0 : i0, s1 = sp.pair1 < i1 ? sp.pair1 : i1;
+    int64_t i, in0, in1;
+    uint32_t ae[6]; /* the rows' masked dwords at an edge step */
+    __m256 acc[4][2];
+    if (s0 >= i1) break;
+    for (int r = 0; r < R; r++)
+      for (int v = 0; v < 2; v++)
+        acc[r][v] = s0 > sp.pair0 ? _mm256_load_ps(part + 32 * (r0 + r) + 16 * h + 8 * v) : _mm256_setzero_ps();
+    moe__interior(k0, k1, 2, s0, s1, &in0, &in1);
+#define MOE__DEC_STEP(edge)                                                                                           \
+  {                                                                                                                   \
+    const float *w = dec + 64 * (i - i0) + 32 * h;                                                                    \
+    const __m256 we0 = _mm256_load_ps(w), wo0 = _mm256_load_ps(w + 8), we1 = _mm256_load_ps(w + 16),                  \
+                 wo1 = _mm256_load_ps(w + 24);                                                                        \
+    for (int r = 0; r < R; r++) {                                                                                     \
+      const __m256i d = _mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge));           \
+      const __m256 a0 = _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a1 = _mm256_castsi256_ps(_mm256_and_si256(d, hi)); \
+      acc[r][0] = _mm256_fmadd_ps(a1, wo0, _mm256_fmadd_ps(a0, we0, acc[r][0]));                                      \
+      acc[r][1] = _mm256_fmadd_ps(a1, wo1, _mm256_fmadd_ps(a0, we1, acc[r][1]));                                      \
+    }                                                                                                                 \
+  }
+    MOE__SPLIT_LOOP(i, s0, in0, in1, s1, moe__edge_fill(g, r0, R, i, k0, k1, 2, 2, 0, ae), MOE__DEC_STEP, pf)
+#undef MOE__DEC_STEP
+    if (s1 < sp.pair1) { /* the group goes on in the next chunk */
+      for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++) _mm256_store_ps(part + 32 * (r0 + r) + 16 * h + 8 * v, acc[r][v]);
+      break;
+    }
+    for (int v = 0; v < 2; v++) {
+      const __m256 sc = moe__lb_scale_avx2(p, meta, gi, 16 * h + 8 * v);
+      for (int r = 0; r < R; r++) {
+        float *o = tot + 64 * (r0 + r) + 16 * h + 8 * v;
+        _mm256_store_ps(o, _mm256_fmadd_ps(moe__lb_unit_avx2(p, acc[r][v]), sc, _mm256_load_ps(o)));
+      }
+    }
+  }
+}
+
+MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int gemm1) {
+  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64], part[MOE_BLOCK_M * 32], dec[MOE__LB_CHUNK * 64];
+  const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  const int32_t tiles = (g->mr + 3) / 4;
+  const int64_t pairs = (g->kred + 1) / 2;
+  moe__pf pf;
+  memset(tot, 0, sizeof tot);
+  if (g->mr <= 2) { /* decode: the weights stream once (both halves of a line pair), decoded in registers */
+    for (int pi = 0; pi < np; pi++) {
+      if (g->mr == 1) moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 1, tot + 32 * pi);
+      else moe__lb16_tile_avx2(g, p, g->w + (size_t)pi * g->panel_bytes, 2, tot + 32 * pi);
+    }
+    moe__store_avx2(g, tot, gemm1);
+    return;
+  }
+  pf = moe__pf_init(g, g->w, g->w + (size_t)np * g->panel_bytes); /* ahead of the chunks' decode */
+  for (int pi = 0; pi < np; pi++) {
+    const uint8_t *codes = g->w + (size_t)pi * g->panel_bytes, *meta = codes + moe__meta_offset(p, g->kpad);
+    for (int64_t i0 = 0; i0 < pairs; i0 += MOE__LB_CHUNK) {
+      const int64_t i1 = i0 + MOE__LB_CHUNK < pairs ? i0 + MOE__LB_CHUNK : pairs;
+      moe__lb16_decode_avx2(g, p, codes, meta, i0, i1, dec);
+      for (int h = 0; h < 2; h++)
+        for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {
+          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);
+          float *t = tot + 32 * pi;
+          switch (rows) {
+          case 1: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 1, part, t, &pf); break;
+          case 2: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 2, part, t, &pf); break;
+          case 3: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 3, part, t, &pf); break;
+          default: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 4, part, t, &pf); break;
+          }
+          r0 += rows;
+        }
+    }
+  }
+  moe__store_avx2(g, tot, gemm1);
+}
+
+#define MOE__AVX2_LB_UKERNELS(attr, fam, kr, sfx, prec, gemm)                                                         \
+  attr void moe_##fam##_gemm1_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 1); }                \
+  attr void moe_##fam##_gemm2_ukernel_4x16c##kr##__##sfx(const moe_gemm_args *g) { gemm(prec, g, 0); }
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_fp8w, 2, avx2, MOE_PREC_FP8, moe__lb16_gemm_avx2)
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_qc4w, 2, avx2, MOE_PREC_INT4_W4A16, moe__lb16_gemm_avx2)
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, bf16_mxfp4w, 2, avx2, MOE_PREC_MXFP4, moe__lb16_gemm_avx2)
+MOE__AVX2_LB_UKERNELS(MOE__AVX2, qu8_qc4w, 4, avx2, MOE_PREC_INT4_W4A8, moe__q4_gemm_avx2)
+#undef MOE__AVX2_LB_UKERNELS
+MOE__AVXVNNI void moe_qu8_qc4w_gemm1_ukernel_4x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 1); }
+MOE__AVXVNNI void moe_qu8_qc4w_gemm2_ukernel_4x16c4__avxvnni(const moe_gemm_args *g) { moe__q4_gemm_avxvnni(MOE_PREC_INT4_W4A8, g, 0); }
+
+/* The kernels of the list (tile rows x columns of one pass: 4x16, VNNI INT8 6x16). */
+MOE__AVX2 void moe_bf16_bf16w_gemm1_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(MOE_PREC_BF16, g, 1); }
+MOE__AVX2 void moe_bf16_bf16w_gemm2_ukernel_4x16c2__avx2(const moe_gemm_args *g) { moe__bf16_gemm_avx2(MOE_PREC_BF16, g, 0); }
+MOE__AVX2 void moe_qu8_qc8w_gemm1_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(MOE_PREC_INT8, g, 1); }
+MOE__AVX2 void moe_qu8_qc8w_gemm2_ukernel_4x16c4__avx2(const moe_gemm_args *g) { moe__qc8_gemm_avx2(MOE_PREC_INT8, g, 0); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(MOE_PREC_INT8, g, 1); }
+MOE__AVXVNNI void moe_qu8_qc8w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(MOE_PREC_INT8, g, 0); }
+
+/* ---- row operations on AVX2 (the same bits as the scalar ones) ---------------------------------- */
+MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q) {
+  __m256 vmax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+  float amax, scale, m[8];
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256 v = _mm256_maskload_ps(x + i, moe__mask8(n - i));
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    vmax = _mm256_max_ps(vmax, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v));
+  }
+  _mm256_storeu_ps(m, vmax);
+  amax = m[0];
+  for (int j = 1; j < 8; j++) amax = m[j] > amax ? m[j] : amax;
+  if (_mm256_movemask_ps(nan)) amax = NAN;
+  scale = (amax < 1e-7f ? 1e-7f : amax) / 127.0f;
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 v = _mm256_div_ps(_mm256_maskload_ps(x + i, moe__mask8(n - i)), _mm256_set1_ps(scale));
+    v = _mm256_min_ps(_mm256_set1_ps(127.0f), _mm256_max_ps(_mm256_set1_ps(-127.0f), v));
+    int32_t b[8];
+    _mm256_storeu_si256((__m256i *)(void *)b, _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(128))); /* RNE; NaN -> byte 128 */
+    for (int j = 0; j < 8 && i + j < n; j++) q[i + j] = (uint8_t)b[j];
+  }
+  return scale;
+}
+MOE__AVX2 void moe__f32_to_bf16_avx2(const float *src, uint16_t *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i u = _mm256_castps_si256(_mm256_maskload_ps(src + i, moe__mask8(n - i)));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+    int32_t b[8];
+    _mm256_storeu_si256((__m256i *)(void *)b, r);
+    for (int j = 0; j < 8 && i + j < n; j++) dst[i + j] = (uint16_t)b[j];
+  }
+}
+MOE__AVX2 void moe__bf16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + i))), 16)));
+  for (; i < n; i++) dst[i] = moe_bf16_to_f32(src[i]);
+}
+MOE__AVX2 void moe__add_row_avx2(float *acc, const float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i mk = moe__mask8(n - i);
+    _mm256_maskstore_ps(acc + i, mk, _mm256_add_ps(_mm256_maskload_ps(acc + i, mk), _mm256_maskload_ps(y + i, mk)));
+  }
+}
+#ifdef MOE__GCC_DIAG_PUSHED2
+#pragma GCC diagnostic pop
+#undef MOE__GCC_DIAG_PUSHED2
+#endif
+#endif /* AVX2 */
