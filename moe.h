@@ -527,8 +527,6 @@ static inline void moe__gather_block(void *arg, int64_t b) {
   }
 }
 
-/* GEMM1 of block b, h panel p: h rows of the block, columns 32p..32p+31; next_p is the panel the
- * task reads next (-1: none), a prefetch hint. */
 /* The row pointers and scales of a call (the args point at them). */
 typedef struct moe__rows {
   const void *a[MOE_BLOCK_M];
@@ -536,7 +534,8 @@ typedef struct moe__rows {
   float *c_rows[MOE_BLOCK_M];
 } moe__rows;
 
-/* The arguments of GEMM1 for block b, h panel p (0 when the panel is past this expert's N). */
+/* The arguments of GEMM1 for block b, h panel p: h rows of the block, columns 32p..32p+31; next_p
+ * is the panel the task reads next (-1: none), a prefetch hint. 0 when p is past this expert's N. */
 static inline int moe__gemm1_args(const moe__layer *L, int64_t b, int64_t p, int64_t next_p, moe_gemm_args *gp, moe__rows *R) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, b, &e);
@@ -544,17 +543,19 @@ static inline int moe__gemm1_args(const moe__layer *L, int64_t b, int64_t p, int
   float *a_scale = R->a_scale;
   moe_gemm_args g;
   int64_t row0 = b * MOE_BLOCK_M;
+  int gathered;
   if (p * MOE_NR >= X->N) return 0;
   memset(&g, 0, sizeof g);
   g.mr = L->block_rows[b];
+  gathered = moe__gathered(L, g.mr);
   g.nr = (int32_t)(X->N - p * MOE_NR < MOE_NR ? X->N - p * MOE_NR : MOE_NR);
   for (int32_t r = 0; r < g.mr; r++) {
     int64_t m = moe__slot_token(L, L->sorted[row0 + r]);
-    a[r] = moe__gathered(L, g.mr) ? (const void *)(L->xs + (row0 + r) * L->ldxs) : moe__a_row(L, m);
+    a[r] = gathered ? (const void *)(L->xs + (row0 + r) * L->ldxs) : moe__a_row(L, m);
     a_scale[r] = L->a8 ? L->x_scale[m] : 1.0f;
   }
   g.a = a;
-  g.lda = moe__gathered(L, g.mr) ? L->ldxs : 0;
+  g.lda = gathered ? L->ldxs : 0;
   g.a_scale = a_scale;
   g.w = X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes;
   g.panel_bytes = X->panel13_bytes;
@@ -670,8 +671,6 @@ static inline void moe__gemm2_blocks(const moe__layer *L, int64_t b, int64_t n, 
   (void)L, (void)b, (void)n, (void)q, (void)next, (void)next_bytes;
 #endif
 }
-
-
 
 /* ---- the experts' region ----------------------------------------------------------------------
  * GEMM1, the requantization of h and GEMM2 run in one parallel region, as work items claimed in

@@ -510,31 +510,24 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
  * when the call does not fit them. */
 MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1) {
   MOE__ALIGN64 float tot[MOE__AMX_NB][MOE_BLOCK_M * 64];
+  const moe_gemm_config *avx512;
   if (moe__amx_gemm(p, gs, nb, gemm1, tot)) return;
-  for (int b = 0; b < nb; b++) {
-    const moe_gemm_config *k = moe_gemm_config_for(p, MOE_ISA_AVX512);
-    (gemm1 ? k->gemm1 : k->gemm2)(&gs[b]);
-  }
+  avx512 = moe_gemm_config_for(p, MOE_ISA_AVX512);
+  for (int b = 0; b < nb; b++) (gemm1 ? avx512->gemm1 : avx512->gemm2)(&gs[b]);
 }
 
 /* The AMX microkernels of the list (names: <MR>x<NR>c<KR> of the tiles' rows, columns and k per B
  * row). Calls whose scale groups do not hold whole k steps (FP8 blocks or INT4 groups that are
  * not a multiple of 32 k, W4A8 of 64), and MXFP4 calls with extreme scales, run the AVX-512 kernel. */
 #define MOE__AMX_ATTR __attribute__((target(MOE__AMX_T))) static inline
-#define MOE__AMX_UKERNELS(fam, kr, prec, avx1, avx2)                                                                    \
-  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_16x32c##kr##__amx(const moe_gemm_args *g) {                            \
-    MOE__ALIGN64 float tot[1][MOE_BLOCK_M * 64];                                                                       \
-    if (!moe__amx_gemm(prec, g, 1, 1, tot)) avx1(g);                                                                   \
-  }                                                                                                                    \
-  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_16x64c##kr##__amx(const moe_gemm_args *g) {                            \
-    MOE__ALIGN64 float tot[1][MOE_BLOCK_M * 64];                                                                       \
-    if (!moe__amx_gemm(prec, g, 1, 0, tot)) avx2(g);                                                                   \
-  }
-MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16, moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
-MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8, moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni, moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni)
-MOE__AMX_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8, moe_bf16_fp8w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_fp8w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
-MOE__AMX_UKERNELS(qu8_qc4w, 4, MOE_PREC_INT4_W4A8, moe_qu8_qc4w_gemm1_ukernel_5x32c4__avx512vnni, moe_qu8_qc4w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni)
-MOE__AMX_UKERNELS(bf16_qc4w, 2, MOE_PREC_INT4_W4A16, moe_bf16_qc4w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_qc4w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
-MOE__AMX_UKERNELS(bf16_mxfp4w, 2, MOE_PREC_MXFP4, moe_bf16_mxfp4w_gemm1_ukernel_5x32c2__avx512bf16, moe_bf16_mxfp4w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16)
+#define MOE__AMX_UKERNELS(fam, kr, prec)                                                                               \
+  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_16x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 1); } \
+  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_16x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 0); }
+MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
+MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
+MOE__AMX_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8)
+MOE__AMX_UKERNELS(qu8_qc4w, 4, MOE_PREC_INT4_W4A8)
+MOE__AMX_UKERNELS(bf16_qc4w, 2, MOE_PREC_INT4_W4A16)
+MOE__AMX_UKERNELS(bf16_mxfp4w, 2, MOE_PREC_MXFP4)
 #undef MOE__AMX_UKERNELS
 #endif /* AMX */
