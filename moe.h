@@ -24,8 +24,8 @@
  *   | MOE_AMX_DEFAULT_CHUNK | the same on the AMX tier (default 2048: weights stream once per  |
  *   |                     | chunk, and the tiles make more rows per expert pay)                 |
  *   | MOE_AMX_EMULATE     | run the AMX tier on a C model of the tiles (tests on any x86)       |
- *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default: measured per |
- *   |                     | precision: bf16/fp16 2, fp8/int4-w4a16/mxfp4 3, int8 4, w4a8 16)    |
+ *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default 4; W4A8 16,   |
+ *   |                     | measured)                                                           |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *
  * CONTRACT
@@ -75,15 +75,16 @@
 #ifndef MOE_AMX_DEFAULT_CHUNK
 #define MOE_AMX_DEFAULT_CHUNK 2048
 #endif
-/* The AMX/AVX-512 crossover: rows from which the tiles beat the AVX-512 kernel, per precision,
- * measured on Emerald Rapids (bench_kernels --rows R in cache, then bench_layer M = 16..128; int8
- * crosses at 6-8 rows in cache but at 4 in the layer, where small blocks stream from DRAM; docs/amx.md).
+/* The AMX/AVX-512 crossover, measured on Emerald Rapids (bench_kernels --rows R in cache, then
+ * bench_layer M = 16..128; docs/amx.md): only W4A8 gained in the layer from another value than 4
+ * (16). The bf16-activation precisions choose once per call and keep 4, which a call's bits
+ * depend on (in cache they cross at 2-3 rows, in the layer that made no difference).
  * MOE_AMX_MIN_ROWS, when defined, sets one value for all. */
 #ifdef MOE_AMX_MIN_ROWS
 #define MOE__AMX_MIN_ROWS(p) (MOE_AMX_MIN_ROWS)
 #else
 #define MOE__AMX_MIN_ROWS(p)                                                                          \
-  ((p) == MOE_PREC_INT8 ? 4 : (p) == MOE_PREC_INT4_W4A8 ? 16 : (p) == MOE_PREC_BF16 || (p) == MOE_PREC_FP16 ? 2 : 3)
+  ((p) == MOE_PREC_INT4_W4A8 ? 16 : 4)
 #endif
 
 #define MOE_VERSION_MAJOR 0
