@@ -11,7 +11,8 @@
 //   shared_expert_cpu               SGLang's 14-argument form; .opt: the 12-argument form with an
 //                                   optional routed output and scaling factor.
 //   topk_softmax_cpu, topk_sigmoid_cpu, grouped_topk_cpu, biased_grouped_topk_cpu: routing.
-//   convert_weight_packed_moe       prepack (is_vnni=True inputs); packed_weight_info describes one.
+//   convert_weight_packed           SGLang's one-tensor prepack (is_vnni=True inputs), packed at first use;
+//   convert_weight_packed_moe       the two-tensor prepack; packed_weight_info describes either.
 //
 // PRECISIONS (moe_comp_method; the booleans of the 14-argument form select 0, 1 or 2)
 //   0 UNQUANT    bf16 or fp16 weights (fp16 becomes bf16 at pack time, as the library does)
@@ -38,10 +39,22 @@
 //   template: E, and the w13/w2 pointers set to the two payloads (b13/b2 to the call's biases).
 //   Experts follow each other in the packed layout, so packing expert by expert (E = 1 calls of
 //   moe_pack, in parallel over experts) gives the layout of one E-expert moe_pack. SGLang's
-//   one-tensor convert_weight_packed(weight) cannot be mirrored: moe.h's W13 layout interleaves
-//   gate and up panels and folds the int8/fp8 scales into the panels, so the prepack op takes the
-//   pair, its scales and its method. With is_vnni=True the call's w*_scale / w*_zero / block_size
-//   are not read (the packed tensors hold them); biases are read at call time.
+//   With is_vnni=True and two-tensor packed weights the call's w*_scale / w*_zero / block_size are
+//   not read (the packed tensors hold them); biases are read at call time.
+//
+// ONE-TENSOR PREPACK (SGLang's convert_weight_packed(Tensor weight) -> Tensor)
+//   moe.h's W13 layout interleaves gate and up panels and folds the int8/fp8 scales into the
+//   panels, so a weight alone cannot be packed: whether it is W13 or W2, its method and its scales
+//   are known only at the call. convert_weight_packed(weight) therefore returns a 1-D torch.uint8
+//   tensor of a 256-byte header (OneHeader: magic "MOEHPK1T", dtype, sizes) and the weight's bytes,
+//   one copy at memory speed. The first is_vnni=True call that receives two such tensors packs the
+//   pair with that call's method, scales, zero points and block_size (prepare_plain, pack_plain),
+//   and each tensor takes its two-tensor packed form in place (Tensor::set_ swaps its storage; the
+//   raw bytes are freed when nothing else holds them). From then on the calls read the panels as
+//   any two-tensor prepack, and their w*_scale / w*_zero / block_size are not read again. Memory:
+//   the packed tensors only (the first call briefly holds the raw bytes and the panels together);
+//   first-call cost: one pack of the pair (moe_pack on the intra-op threads). Binding takes a mutex,
+//   so concurrent first calls pack once. is_vnni=False with such tensors is an error.
 //   Packed tensors may be saved and loaded (torch.save) and moved; a payload that is not 64-byte
 //   aligned (the kernels need it) is copied to an aligned tensor for the call. They are rejected by
 //   a library of another version (the packed layout may change between versions: repack).
@@ -84,6 +97,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -441,7 +455,7 @@ PackedHeader read_header(const Tensor &t, const char *name) {
   PackedHeader h;
   TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == at::kByte && t.dim() == 1 && t.numel() >= kHeaderBytes,
               "moeh: ", name, " is not a packed weight (is_vnni=True expects the outputs of "
-              "torch.ops.moeh.convert_weight_packed_moe: 1-D torch.uint8), got ", t.scalar_type(), " ", t.sizes());
+              "torch.ops.moeh.convert_weight_packed or convert_weight_packed_moe: 1-D torch.uint8), got ", t.scalar_type(), " ", t.sizes());
   Tensor c = t.is_contiguous() ? t : t.contiguous();
   std::memcpy(&h, c.data_ptr<uint8_t>(), sizeof h);
   TORCH_CHECK(std::memcmp(h.magic, kMagic, 8) == 0,
@@ -625,11 +639,99 @@ void check_static_scales(int64_t method, const optional<Tensor> &a1_scale, const
   TORCH_CHECK(!(a2_scale.has_value() && a2_scale->defined()), "static quantization for activation not supported.");
 }
 
+// ---- one-tensor prepack (convert_weight_packed) ------------------------------------------------------
+constexpr char kMagicOne[8] = {'M', 'O', 'E', 'H', 'P', 'K', '1', 'T'};
+
+struct OneHeader {
+  char magic[8];       // "MOEHPK1T"
+  int32_t header_bytes; // kHeaderBytes: the weight's bytes start there
+  int32_t dtype;       // at::ScalarType of the weight
+  int32_t dim;         // 2 or 3
+  int32_t version;     // moe.h version that wrote it
+  int64_t sizes[3];
+  int64_t bytes;       // of the weight
+};
+static_assert(sizeof(OneHeader) <= (size_t)kHeaderBytes, "OneHeader must fit in the header");
+
+bool is_one_tensor(const Tensor &t) {
+  if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != at::kByte || t.dim() != 1 || t.numel() < kHeaderBytes ||
+      !t.is_contiguous())
+    return false;
+  return std::memcmp(t.data_ptr<uint8_t>(), kMagicOne, 8) == 0;
+}
+
+OneHeader read_one_header(const Tensor &t, const char *name) {
+  OneHeader h;
+  std::memcpy(&h, t.data_ptr<uint8_t>(), sizeof h);
+  TORCH_CHECK(h.header_bytes == kHeaderBytes && (h.dim == 2 || h.dim == 3) && h.bytes == t.numel() - kHeaderBytes,
+              "moeh: ", name, " has a damaged convert_weight_packed header");
+  return h;
+}
+
+// The weight inside a one-tensor prepack, as a view (no copy) of its dtype and sizes.
+Tensor one_tensor_weight(const Tensor &t, const char *name) {
+  OneHeader h = read_one_header(t, name);
+  return t.narrow(0, kHeaderBytes, h.bytes).view((at::ScalarType)h.dtype).view(c10::IntArrayRef(h.sizes, (size_t)h.dim));
+}
+
+Tensor convert_weight_packed(const Tensor &weight) {
+  check_cpu(weight, "weight");
+  const at::ScalarType type = weight.scalar_type();
+  TORCH_CHECK(weight.dim() == 2 || weight.dim() == 3,
+              "moeh: convert_weight_packed: weight must be 3-D [E, rows, cols] (experts) or 2-D (a shared expert), got ",
+              weight.sizes());
+  TORCH_CHECK(type == at::kBFloat16 || type == at::kHalf || type == at::kChar || type == at::kByte,
+              "moeh: convert_weight_packed: weight must be bfloat16, float16, int8 or uint8 (fp8 e4m3 bytes, int4 "
+              "and MXFP4 codes), got ", type);
+  TORCH_CHECK(weight.numel() > 0, "moeh: convert_weight_packed: weight is empty: ", weight.sizes());
+  Tensor w = weight.contiguous();
+  const int64_t bytes = w.numel() * (int64_t)w.element_size();
+  Tensor out = at::empty({kHeaderBytes + bytes}, at::kByte);
+  OneHeader h;
+  std::memset(&h, 0, sizeof h);
+  std::memcpy(h.magic, kMagicOne, 8);
+  h.header_bytes = (int32_t)kHeaderBytes;
+  h.dtype = (int32_t)type;
+  h.dim = (int32_t)w.dim();
+  h.version = kVersion;
+  for (int64_t i = 0; i < w.dim(); i++) h.sizes[i] = w.size(i);
+  h.bytes = bytes;
+  uint8_t *d = out.data_ptr<uint8_t>();
+  std::memset(d, 0, kHeaderBytes);
+  std::memcpy(d, &h, sizeof h);
+  std::memcpy(d + kHeaderBytes, w.data_ptr(), (size_t)bytes);
+  return out;
+}
+
+std::mutex g_bind_mutex;
+
+// Packs a pair of one-tensor prepacks with the call's method and scales, each taking its two-tensor
+// packed form in place; a no-op for two-tensor packed weights (or a pair another thread bound).
+void bind_one_tensors(const Tensor &w1, const Tensor &w2, int64_t method, const optional<Tensor> &w1_scale,
+                      const optional<Tensor> &w2_scale, const optional<Tensor> &w1_zero, const optional<Tensor> &w2_zero,
+                      const IntListOpt &block_size, bool interleaved) {
+  if (!is_one_tensor(w1) && !is_one_tensor(w2)) return;
+  std::lock_guard<std::mutex> lock(g_bind_mutex);
+  const bool o1 = is_one_tensor(w1), o2 = is_one_tensor(w2);
+  if (!o1 && !o2) return;
+  TORCH_CHECK(o1 && o2, "moeh: ", o1 ? "w1" : "w2", " comes from convert_weight_packed and ", o1 ? "w2" : "w1",
+              " does not: pack both with convert_weight_packed (or both with convert_weight_packed_moe)");
+  Tensor packed1, packed2;
+  std::tie(packed1, packed2) = pack_plain(prepare_plain(one_tensor_weight(w1, "w1"), one_tensor_weight(w2, "w2"), method,
+                                                        w1_scale, w2_scale, w1_zero, w2_zero, block_size, interleaved));
+  at::NoGradGuard no_grad;
+  const_cast<Tensor &>(w1).set_(packed1);
+  const_cast<Tensor &>(w2).set_(packed2);
+}
+
 Experts experts_for_call(const Tensor &w1, const Tensor &w2, int64_t method, const optional<Tensor> &w1_scale,
                          const optional<Tensor> &w2_scale, const optional<Tensor> &w1_zero, const optional<Tensor> &w2_zero,
                          const IntListOpt &block_size, bool interleaved, bool is_vnni) {
   Experts X;
+  TORCH_CHECK(is_vnni || (!is_one_tensor(w1) && !is_one_tensor(w2)),
+              "moeh: w1/w2 come from convert_weight_packed: pass is_vnni=True");
   if (is_vnni) {
+    bind_one_tensors(w1, w2, method, w1_scale, w2_scale, w1_zero, w2_zero, block_size, interleaved);
     X = experts_from_packed(w1, w2);
   } else {
     X = experts_from_plain(prepare_plain(w1, w2, method, w1_scale, w2_scale, w1_zero, w2_zero, block_size, interleaved));
@@ -746,6 +848,13 @@ std::tuple<Tensor, Tensor> convert_weight_packed_moe(const Tensor &w1, const Ten
 }
 
 std::string packed_weight_info(const Tensor &packed) {
+  if (is_one_tensor(packed)) {
+    Tensor w = one_tensor_weight(packed, "packed");
+    std::string s = "unbound ";
+    s += c10::toString(w.scalar_type());
+    for (int64_t i = 0; i < w.dim(); i++) s += (i ? ", " : " [") + std::to_string(w.size(i));
+    return s + "] (convert_weight_packed: packed at its first is_vnni=True call) moe.h " MOE_VERSION_STRING;
+  }
   PackedHeader h = read_header(packed, "packed");
   std::string s = std::string(h.role == 13 ? "W13" : "W2") + " " + moe_precision_name((moe_precision)h.precision) +
                   " E=" + std::to_string(h.E) + " N=" + std::to_string(h.N) + " K=" + std::to_string(h.K);
@@ -876,6 +985,8 @@ TORCH_LIBRARY(moeh, m) {
         "Tensor? w2_scale=None, Tensor? w1_zero=None, Tensor? w2_zero=None, int[]? block_size=None, "
         "bool gate_up_interleaved=False) -> (Tensor, Tensor)");
   m.impl("convert_weight_packed_moe", c10::DispatchKey::CPU, &convert_weight_packed_moe);
+  m.def("convert_weight_packed(Tensor weight) -> Tensor");
+  m.impl("convert_weight_packed", c10::DispatchKey::CPU, &convert_weight_packed);
   m.def("packed_weight_info(Tensor packed) -> str");
   m.impl("packed_weight_info", c10::DispatchKey::CPU, &packed_weight_info);
   m.def("topk_softmax_cpu(Tensor hidden_states, Tensor gating_output, int topk, bool renormalize) -> (Tensor, Tensor)");

@@ -9,9 +9,11 @@ semantics, so code written for ``torch.ops.sgl_kernel`` runs on ``torch.ops.moeh
   (13 arguments); ``torch.ops.moeh.fused_experts_cpu(...)`` picks the overload from the arguments.
 - ``shared_expert_cpu`` (14 arguments) and ``shared_expert_cpu.opt`` (12 arguments).
 - ``topk_softmax_cpu``, ``topk_sigmoid_cpu``, ``grouped_topk_cpu``, ``biased_grouped_topk_cpu``.
-- ``convert_weight_packed_moe(w1, w2, moe_comp_method, w1_scale, w2_scale, w1_zero, w2_zero,
-  block_size, gate_up_interleaved)`` -> ``(packed_w1, packed_w2)``: the weights for ``is_vnni=True``
-  (SGLang's one-tensor ``convert_weight_packed`` has no counterpart: see torch/moeh_torch.cpp).
+- ``convert_weight_packed(weight)`` (SGLang's one-tensor prepack; the pair is packed at its first
+  ``is_vnni=True`` call, with that call's method and scales: see torch/moeh_torch.cpp) and
+  ``convert_weight_packed_moe(w1, w2, moe_comp_method, w1_scale, w2_scale, w1_zero, w2_zero,
+  block_size, gate_up_interleaved)`` -> ``(packed_w1, packed_w2)``: the weights for ``is_vnni=True``.
+- ``import moeh.sgl_kernel`` makes ``torch.ops.sgl_kernel`` and ``sgl_kernel.common_ops`` these operators.
 - ``packed_weight_info(packed)`` and ``info()``: descriptions.
 
 PyTorch 1.13 has no float8 dtype: fp8 e4m3 weights are passed as ``torch.uint8`` (their bytes).
