@@ -232,3 +232,31 @@ def test_switch_names():
     with pytest.raises(AttributeError, match="moeh does not implement this operator"):
         kernel.weight_packed_linear  # noqa: B018  a non-MoE sgl_kernel operator
     assert not hasattr(sgl_kernel.common_ops, "int8_scaled_mm_cpu")
+
+
+@pytest.mark.parametrize("method", ["INT4_W4A16", "INT4_W4A8", "MXFP4"])
+def test_one_tensor_4bit_codes(method):
+    """4-bit codes (moe.h's plain layout: two per byte along K) through the one-tensor prepack: the
+    same bits as the plain path, the scales (and zero points) given at the call."""
+    E, N, K, M, group = 4, 64, 128, 11, 64
+    m = getattr(moeh.torch.CPUQuantMethod, method)
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(M, K, generator=g).bfloat16()
+    codes = [torch.randint(0, 256, (E, r, c // 2), generator=g, dtype=torch.int64).to(torch.uint8) for r, c in ((2 * N, K), (K, N))]
+    if method == "MXFP4":
+        scales = [torch.randint(118, 124, (E, r, c // 32), generator=g, dtype=torch.int64).to(torch.uint8) for r, c in ((2 * N, K), (K, N))]
+        zeros, block = [None, None], None
+    else:
+        scales = [torch.rand(E, r, c // group, generator=g) / 50 + 1e-3 for r, c in ((2 * N, K), (K, N))]
+        zeros = [torch.randint(0, 16, (E, r, c // group), generator=g, dtype=torch.int64).to(torch.uint8) for r, c in ((2 * N, K), (K, N))]
+        block = [group]
+    tw, ti = route(x, E, 2, True, 11)
+
+    def call(a, b, vnni):
+        return kernel.fused_experts_cpu.comp_method_nobias(x, a, b, tw, ti, False, int(m), scales[0], scales[1],
+                                                           zeros[0], zeros[1], block, vnni)
+
+    plain = call(codes[0], codes[1], False)
+    one = call(kernel.convert_weight_packed(codes[0]), kernel.convert_weight_packed(codes[1]), True)
+    assert torch.isfinite(plain.float()).all() and plain.float().abs().sum() > 0
+    assert torch.equal(plain, one)
