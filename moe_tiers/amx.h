@@ -516,13 +516,14 @@ MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, 
   for (int b = 0; b < nb; b++) (gemm1 ? avx512->gemm1 : avx512->gemm2)(&gs[b]);
 }
 
-/* The AMX microkernels of the list (names: <MR>x<NR>c<KR> of the tiles' rows, columns and k per B
- * row). Calls whose scale groups do not hold whole k steps (FP8 blocks or INT4 groups that are
- * not a multiple of 32 k, W4A8 of 64), and MXFP4 calls with extreme scales, run the AVX-512 kernel. */
+/* The AMX microkernels of the list (names: <rows>x<columns>c<KR> of the C block one call runs:
+ * two row tiles of 16 x one panel pair; gemm2 both panels). Calls whose scale groups do not hold
+ * whole k steps (FP8 blocks or INT4 groups that are not a multiple of 32 k, W4A8 of 64), and MXFP4
+ * calls with extreme scales, run the AVX-512 kernel. */
 #define MOE__AMX_ATTR __attribute__((target(MOE__AMX_T))) static inline
 #define MOE__AMX_UKERNELS(fam, kr, prec)                                                                               \
-  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_16x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 1); } \
-  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_16x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 0); }
+  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_32x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 1); } \
+  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_32x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 0); }
 MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
 MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
 MOE__AMX_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8)

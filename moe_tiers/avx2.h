@@ -16,12 +16,6 @@
 #if defined(MOE__X86) && !defined(MOE_NO_AVX2) && (defined(__GNUC__) || defined(__clang__))
 #define MOE__HAVE_AVX2 1
 #include <immintrin.h>
-#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define MOE__GCC_DIAG_PUSHED2 1
-#endif
 #define MOE__T_AVX2 "avx2,fma,f16c"
 #define MOE__AVX2 __attribute__((target(MOE__T_AVX2))) static inline
 #define MOE__AVXVNNI __attribute__((target(MOE__T_AVX2 ",avxvnni"))) static inline
@@ -670,8 +664,4 @@ MOE__AVX2 void moe__add_row_avx2(float *acc, const float *y, int64_t n) {
     _mm256_maskstore_ps(acc + i, mk, _mm256_add_ps(_mm256_maskload_ps(acc + i, mk), _mm256_maskload_ps(y + i, mk)));
   }
 }
-#ifdef MOE__GCC_DIAG_PUSHED2
-#pragma GCC diagnostic pop
-#undef MOE__GCC_DIAG_PUSHED2
-#endif
 #endif /* AVX2 */
