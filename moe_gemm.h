@@ -819,6 +819,32 @@ static inline uint32_t moe__group_in(const uint8_t *a, int64_t i, int64_t k0, in
   return moe__load_u32(b);
 }
 
+/* ---- THE ISA TABLE -------------------------------------------------------------------------------
+ * One row per instruction set a kernel is compiled for: its target attribute (GCC/Clang
+ * target("..."): no -m flags needed) beside the MOE_CPU_* bits a CPU must report to run it, so the
+ * two vocabularies cannot drift. The tiers' function attributes (moe_tiers/), the kernel list's
+ * feature column and the row operations' checks name these rows; the tiers themselves are the
+ * MOE__ISA_LIST below (rank, name) and their MOE_NO_* gates are the MOE__HAVE_* of each tier header.
+ *   row              target string                            CPU bits                           */
+#define MOE__T_AVX512 "avx512f,avx512bw,avx512vl,avx512dq"
+#define MOE__F_AVX512 (MOE_CPU_AVX512F | MOE_CPU_AVX512BW | MOE_CPU_AVX512VL | MOE_CPU_AVX512DQ)
+#define MOE__T_AVX512_VNNI MOE__T_AVX512 ",avx512vnni"
+#define MOE__F_AVX512_VNNI (MOE__F_AVX512 | MOE_CPU_AVX512VNNI)
+#define MOE__T_AVX512_BF16 MOE__T_AVX512 ",avx512bf16"
+#define MOE__F_AVX512_BF16 (MOE__F_AVX512 | MOE_CPU_AVX512BF16)
+#define MOE__T_AVX512_VBMI MOE__T_AVX512 ",avx512vbmi"
+#define MOE__F_AVX512_VBMI (MOE__F_AVX512 | MOE_CPU_AVX512VBMI)
+#define MOE__T_AVX512_BF16_VBMI MOE__T_AVX512 ",avx512bf16,avx512vbmi" /* FP8's decode and dot */
+#define MOE__F_AVX512_BF16_VBMI (MOE__F_AVX512_BF16 | MOE_CPU_AVX512VBMI)
+#define MOE__T_AMX_HOST MOE__T_AVX512 ",avx512bf16,avx512vnni,avx512vbmi" /* the AMX tier's vector code */
+#define MOE__F_AMX_HOST (MOE__F_AVX512_BF16_VBMI | MOE_CPU_AVX512VNNI)
+#define MOE__T_AMX MOE__T_AMX_HOST ",amx-tile,amx-bf16,amx-int8"
+#define MOE__F_AMX (MOE__F_AMX_HOST | MOE_CPU_AMX_TILE | MOE_CPU_AMX_BF16 | MOE_CPU_AMX_INT8)
+#define MOE__T_AVX2 "avx2,fma,f16c"
+#define MOE__F_AVX2 (MOE_CPU_AVX2 | MOE_CPU_FMA | MOE_CPU_F16C)
+#define MOE__T_AVX_VNNI MOE__T_AVX2 ",avxvnni"
+#define MOE__F_AVX_VNNI (MOE__F_AVX2 | MOE_CPU_AVX_VNNI)
+
 /* ---- the SIMD and tile tiers (moe_tiers/): each compiles to nothing where its ISA is off ---------
  *   avx512.h (+ avx512_tiles.h, generated)   AVX-512 F/BW/VL/DQ, VNNI, BF16, VBMI
  *   amx.h                                    AMX-BF16/INT8 (shares avx512.h's decoders, epilogues)
@@ -880,9 +906,6 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
  *   X(precision, tier, family, gemm1 tile, gemm2 tiles, isa suffix, MR, NR, KR, MR2, NR2, features, dot)
  * names: moe_<family>_gemm1_ukernel_<gemm1 tile>__<suffix>, moe_<family>_gemm2_ukernel_<gemm2 tiles>__<suffix>.
  * Rows of a precision or tier compiled out vanish (MOE__IF_*). */
-#define MOE__AVX512_BF16_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512BF16)
-#define MOE__AVX512_VNNI_FEATURES (MOE__CPU_AVX512_BASE | MOE_CPU_AVX512VNNI)
-#define MOE__AVX512_BF16_VBMI_FEATURES (MOE__AVX512_BF16_FEATURES | MOE_CPU_AVX512VBMI)
 #define MOE__KERNEL_LIST(X)                                                                                        \
   MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
   MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_SCALAR, bf16_bf16w, 32x32c2, 32x64c2, scalar, 32, 32, 2, 32, 64, 0, "scalar"))  \
@@ -892,51 +915,51 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
   MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_SCALAR, bf16_qc4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
   MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_SCALAR, bf16_mxfp4w, 32x32c8, 32x64c8, scalar, 32, 32, 8, 32, 64, 0, "scalar")) \
   MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
-                                5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
+                                5, 32, 2, 5, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2, avx512bf16,          \
-                                5, 32, 2, 5, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
+                                5, 32, 2, 5, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX512, qu8_qc8w, 5x32c4, 5x64c4_12x32c4, avx512vnni,            \
-                                5, 32, 4, 5, 64, MOE__AVX512_VNNI_FEATURES, "vpdpbusd")))                             \
+                                5, 32, 4, 5, 64, MOE__F_AVX512_VNNI, "vpdpbusd")))                             \
   MOE__IF_AVX512(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX512, bf16_fp8w, 4x32c2, 4x64c2, avx512bf16,             \
-                               4, 32, 2, 4, 64, MOE__AVX512_BF16_VBMI_FEATURES, "vdpbf16ps")))                        \
+                               4, 32, 2, 4, 64, MOE__F_AVX512_BF16_VBMI, "vdpbf16ps")))                        \
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX512, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni,       \
-                                4, 32, 4, 4, 64, MOE__AVX512_VNNI_FEATURES, "vpdpbusd")))                             \
+                                4, 32, 4, 4, 64, MOE__F_AVX512_VNNI, "vpdpbusd")))                             \
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 4x32c2, 4x64c2, avx512bf16,     \
-                                4, 32, 2, 4, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                            \
+                                4, 32, 2, 4, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 4x32c2, 4x64c2, avx512bf16,       \
-                                 4, 32, 2, 4, 64, MOE__AVX512_BF16_FEATURES, "vdpbf16ps")))                          \
+                                 4, 32, 2, 4, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                          \
   MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX2, bf16_bf16w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,               \
-                              MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                      \
+                              MOE__F_AVX2, "vfmadd231ps-ymm")))                                                      \
   MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX2, bf16_bf16w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,               \
-                              MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                      \
+                              MOE__F_AVX2, "vfmadd231ps-ymm")))                                                      \
   MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX2, qu8_qc8w, 4x16c4, 4x16c4, avx2, 4, 16, 4, 4, 16,                 \
-                              MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
+                              MOE__F_AVX2, "vpmaddubsw")))                                                       \
   MOE__IF_AVX2(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX_VNNI, qu8_qc8w, 6x16c4, 6x16c4, avxvnni, 6, 16, 4, 6, 16,          \
-                              MOE__AVXVNNI_FEATURES, "vpdpbusd-ymm")))                                                  \
+                              MOE__F_AVX_VNNI, "vpdpbusd-ymm")))                                                  \
   MOE__IF_AVX2(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX2, bf16_fp8w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,                 \
-                             MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                   \
+                             MOE__F_AVX2, "vfmadd231ps-ymm")))                                                   \
   MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX2, qu8_qc4w, 4x16c4, 4x16c4, avx2, 4, 16, 4, 4, 16,           \
-                              MOE__AVX2_FEATURES, "vpmaddubsw")))                                                       \
+                              MOE__F_AVX2, "vpmaddubsw")))                                                       \
   MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX_VNNI, qu8_qc4w, 4x16c4, 4x16c4, avxvnni, 4, 16, 4, 4, 16,    \
-                              MOE__AVXVNNI_FEATURES, "vpdpbusd-ymm")))                                                  \
+                              MOE__F_AVX_VNNI, "vpdpbusd-ymm")))                                                  \
   MOE__IF_AVX2(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX2, bf16_qc4w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,         \
-                              MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                  \
+                              MOE__F_AVX2, "vfmadd231ps-ymm")))                                                  \
   MOE__IF_AVX2(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX2, bf16_mxfp4w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,           \
-                               MOE__AVX2_FEATURES, "vfmadd231ps-ymm")))                                                 \
+                               MOE__F_AVX2, "vfmadd231ps-ymm")))                                                 \
   MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AMX, bf16_bf16w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,            \
-                             MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
+                             MOE__AMX_FEATURES, "tdpbf16ps")))                                                     \
   MOE__IF_AMX(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AMX, bf16_bf16w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,            \
-                             MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
+                             MOE__AMX_FEATURES, "tdpbf16ps")))                                                     \
   MOE__IF_AMX(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AMX, qu8_qc8w, 32x32c4, 32x64c4, amx, 32, 32, 4, 32, 64,              \
-                             MOE__AMX_FEATURES_ALL, "tdpbusd")))                                                       \
+                             MOE__AMX_FEATURES, "tdpbusd")))                                                       \
   MOE__IF_AMX(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AMX, bf16_fp8w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,               \
-                            MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                      \
+                            MOE__AMX_FEATURES, "tdpbf16ps")))                                                      \
   MOE__IF_AMX(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AMX, qu8_qc4w, 32x32c4, 32x64c4, amx, 32, 32, 4, 32, 64,         \
-                             MOE__AMX_FEATURES_ALL, "tdpbsud")))                                                       \
+                             MOE__AMX_FEATURES, "tdpbsud")))                                                       \
   MOE__IF_AMX(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AMX, bf16_qc4w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,       \
-                             MOE__AMX_FEATURES_ALL, "tdpbf16ps")))                                                     \
+                             MOE__AMX_FEATURES, "tdpbf16ps")))                                                     \
   MOE__IF_AMX(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AMX, bf16_mxfp4w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,         \
-                              MOE__AMX_FEATURES_ALL, "tdpbf16ps")))
+                              MOE__AMX_FEATURES, "tdpbf16ps")))
 
 #if MOE__ON_BF16
 #define MOE__IF_BF16(x) x
@@ -1046,6 +1069,37 @@ MOE_API moe_isa moe_set_isa(moe_isa cap) {
   return moe_get_isa();
 }
 
+/* ---- the tier policy: AMX or AVX-512 per call and per block ------------------------------------
+ * On the AMX tier, few rows run the AVX-512 kernel: a tile op computes 16 rows whatever the block
+ * holds, so at r rows AMX does r/16 of its work usefully, and a block of few rows is bound by the
+ * weight stream, which the AVX-512 kernels (decoding in registers) keep at DRAM speed. int8 and
+ * W4A8 give the same bits on both tiers, so they choose per block (below MOE__AMX_MIN_ROWS rows:
+ * AVX-512). The bf16-activation precisions round differently on the tiles, so they choose once per
+ * call, as the reference does, from the average rows per expert (slots / experts against
+ * MOE__AMX_MIN_ROWS): then a token's bits depend neither on the thread count nor on the chunk size.
+ * The crossover, measured on Emerald Rapids (bench_kernels --rows R in cache, then bench_layer
+ * M = 16..128; docs/amx.md): only W4A8 gained in the layer from another value than 4 (16); in
+ * cache the bf16-activation precisions cross at 2-3 rows, which made no difference in the layer.
+ * MOE_AMX_MIN_ROWS, when defined, sets one value for all. */
+#ifdef MOE_AMX_MIN_ROWS
+#define MOE__AMX_MIN_ROWS(p) (MOE_AMX_MIN_ROWS)
+#else
+#define MOE__AMX_MIN_ROWS(p) ((p) == MOE_PREC_INT4_W4A8 ? 16 : 4)
+#endif
+/* The kernels of a call of `slots` rows over `experts` experts: the result runs blocks of at least
+ * MOE__AMX_MIN_ROWS rows, *small the smaller ones (NULL: the result runs every block). NULL when
+ * the precision is compiled out. */
+static inline const moe_gemm_config *moe__tier_policy(moe_precision p, int64_t slots, int64_t experts,
+                                                      const moe_gemm_config **small) {
+  const moe_gemm_config *kern = moe_gemm_select(p);
+  *small = kern && kern->isa == MOE_ISA_AMX ? moe_gemm_config_for(p, MOE_ISA_AVX512) : NULL;
+  if (*small && !moe__is_a8(p)) { /* bf16 activations: one choice per call */
+    if (slots < (int64_t)MOE__AMX_MIN_ROWS(p) * experts) kern = *small;
+    *small = NULL;
+  }
+  return kern;
+}
+
 /* Ends this thread's use of AMX tiles, if it made any (a no-op without the AMX tier). */
 static inline void moe__tiles_release(void) {
 #ifdef MOE__HAVE_AMX
@@ -1079,11 +1133,11 @@ static inline const moe__row_ops *moe__row_ops_for(moe_isa isa) {
 #ifdef MOE__HAVE_AVX512
   static const moe__row_ops avx512 = {moe__quantize_row_u8_avx512, moe__f32_to_bf16_avx512, moe__bf16_to_f32_avx512,
                                       moe__add_row_avx512};
-  if (isa == MOE_ISA_AVX512 && (moe_cpu_features() & MOE__CPU_AVX512_BASE) == MOE__CPU_AVX512_BASE) return &avx512;
+  if (isa == MOE_ISA_AVX512 && (moe_cpu_features() & MOE__F_AVX512) == MOE__F_AVX512) return &avx512;
 #endif
 #ifdef MOE__HAVE_AVX2
   static const moe__row_ops avx2 = {moe__quantize_row_u8_avx2, moe__f32_to_bf16_avx2, moe__bf16_to_f32_avx2, moe__add_row_avx2};
-  if ((isa == MOE_ISA_AVX2 || isa == MOE_ISA_AVX_VNNI) && (moe_cpu_features() & MOE__AVX2_FEATURES) == MOE__AVX2_FEATURES) return &avx2;
+  if ((isa == MOE_ISA_AVX2 || isa == MOE_ISA_AVX_VNNI) && (moe_cpu_features() & MOE__F_AVX2) == MOE__F_AVX2) return &avx2;
 #endif
   return isa == MOE_ISA_SCALAR ? &scalar : NULL;
 }

@@ -11,16 +11,15 @@
 #define MOE__HAVE_AVX512 1
 #include <immintrin.h>
 
-#define MOE__T_BASE "avx512f,avx512bw,avx512vl,avx512dq"
-#define MOE__AVX512_BASE __attribute__((target(MOE__T_BASE))) static inline
-#define MOE__AVX512_VNNI __attribute__((target(MOE__T_BASE ",avx512vnni"))) static inline
-#define MOE__AVX512_BF16 __attribute__((target(MOE__T_BASE ",avx512bf16"))) static inline
-#define MOE__AVX512_VBMI __attribute__((target(MOE__T_BASE ",avx512vbmi"))) static inline
-#define MOE__AVX512_FP8 __attribute__((target(MOE__T_BASE ",avx512bf16,avx512vbmi"))) static inline
-#define MOE__AVX512_FP8_FN __attribute__((target(MOE__T_BASE ",avx512bf16,avx512vbmi"))) static
+#define MOE__AVX512_BASE __attribute__((target(MOE__T_AVX512))) static inline
+#define MOE__AVX512_VNNI __attribute__((target(MOE__T_AVX512_VNNI))) static inline
+#define MOE__AVX512_BF16 __attribute__((target(MOE__T_AVX512_BF16))) static inline
+#define MOE__AVX512_VBMI __attribute__((target(MOE__T_AVX512_VBMI))) static inline
+#define MOE__AVX512_FP8 __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static inline
+#define MOE__AVX512_FP8_FN __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static
 /* the same targets for functions that must stay out of line */
-#define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_BASE ",avx512vnni"))) static
-#define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_BASE ",avx512bf16"))) static
+#define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_AVX512_VNNI))) static
+#define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_AVX512_BF16))) static
 #define MOE__INLINE __attribute__((always_inline))
 /* The k loop is not unrolled: with 24 accumulators live, unrolling makes compilers spill them. */
 #if defined(__clang__)
@@ -28,7 +27,6 @@
 #else
 #define MOE__NO_UNROLL _Pragma("GCC unroll 1")
 #endif
-#define MOE__CPU_AVX512_BASE (MOE_CPU_AVX512F | MOE_CPU_AVX512BW | MOE_CPU_AVX512VL | MOE_CPU_AVX512DQ)
 
 /* e^x: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor polynomial, then p * 2^n by vscalefps (which
  * overflows to Inf and underflows to 0 on its own). min/max keep x in the second operand so a
@@ -186,7 +184,7 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
  *   tot[r][c] = fma(sum, scale[c], tot[r][c])
  * so every row's bits are the same whatever rows share its tile. The decode is redone per tile
  * from cache: measured on Zen 5, 4-row tiles keep the dot-product units busier than decoding once
- * into an L1 scratch and reading it back (a store and a load per vector; see README).
+ * into an L1 scratch and reading it back (a store and a load per vector; docs/design.md).
  * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
  * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
  * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
