@@ -75,18 +75,6 @@
 #ifndef MOE_AMX_DEFAULT_CHUNK
 #define MOE_AMX_DEFAULT_CHUNK 2048
 #endif
-/* The AMX/AVX-512 crossover, measured on Emerald Rapids (bench_kernels --rows R in cache, then
- * bench_layer M = 16..128; docs/amx.md): only W4A8 gained in the layer from another value than 4
- * (16). The bf16-activation precisions choose once per call and keep 4, which a call's bits
- * depend on (in cache they cross at 2-3 rows, in the layer that made no difference).
- * MOE_AMX_MIN_ROWS, when defined, sets one value for all. */
-#ifdef MOE_AMX_MIN_ROWS
-#define MOE__AMX_MIN_ROWS(p) (MOE_AMX_MIN_ROWS)
-#else
-#define MOE__AMX_MIN_ROWS(p)                                                                          \
-  ((p) == MOE_PREC_INT4_W4A8 ? 16 : 4)
-#endif
-
 #define MOE_VERSION_MAJOR 0
 #define MOE_VERSION_MINOR 2
 #define MOE_VERSION_PATCH 0
@@ -331,14 +319,9 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
     if (c->topk < 1 || c->topk > n_global) return MOE_ERR_SHAPE;
   }
   if (!(c->routed_scaling_factor == c->routed_scaling_factor)) return MOE_ERR_ARG;
-  L->kern = moe_gemm_select(ex->precision);
+  L->kern = moe__tier_policy(ex->precision, shared_only ? c->M : c->M * c->topk,
+                             shared_only ? 1 : moe__n_global(c, ex->E), &L->kern_small);
   if (!L->kern) return MOE_ERR_UNSUPPORTED;
-  L->kern_small = L->kern->isa == MOE_ISA_AMX ? moe_gemm_config_for(ex->precision, MOE_ISA_AVX512) : NULL;
-  if (L->kern_small && !moe__is_a8(ex->precision)) { /* bf16 activations: one choice per call */
-    int64_t slots = shared_only ? c->M : c->M * c->topk, experts = shared_only ? 1 : moe__n_global(c, ex->E);
-    if (slots < (int64_t)MOE__AMX_MIN_ROWS(ex->precision) * experts) L->kern = L->kern_small;
-    L->kern_small = NULL;
-  }
   L->ex = ex;
   L->sh = sh;
   L->call = c;
@@ -500,14 +483,7 @@ static inline const moe_experts *moe__block_experts(const moe__layer *L, int64_t
 
 static inline int64_t moe__h_panels(const moe__layer *L) { return moe__cdiv(L->N_max, MOE_NR); }
 
-/* The kernel of a block of `rows` rows. On the AMX tier, few rows run the AVX-512 kernel: a tile op
- * computes 16 rows whatever the block holds, so at r rows AMX does r/16 of its work usefully, and a
- * block of few rows is bound by the weight stream, which the AVX-512 kernels (decoding in registers)
- * keep at DRAM speed. int8 and W4A8 give the same bits on both tiers, so they choose per block
- * (below MOE__AMX_MIN_ROWS rows: AVX-512). The bf16-activation precisions round differently on the
- * tiles, so they choose once per call, as the reference does, from the average rows per expert
- * (M * topk / experts against MOE__AMX_MIN_ROWS; moe__resolve): then a token's bits depend neither on
- * the thread count nor on the chunk size. */
+/* The kernel of a block of `rows` rows (the tier policy: moe__tier_policy in moe_gemm.h). */
 static inline const moe_gemm_config *moe__block_kernel(const moe__layer *L, int32_t rows) {
   return L->kern_small && rows < MOE__AMX_MIN_ROWS(L->p) ? L->kern_small : L->kern;
 }

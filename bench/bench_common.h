@@ -1,5 +1,5 @@
 /* bench_common.h — what every benchmark source shares: errors, the clock, CPU features, statistics,
- * option parsing and JSON lines (DESIGN.md "Benchmarks speak JSON lines"). The kit (tests/kit.h)
+ * option parsing and JSON lines (docs/benchmarks.md, "JSON fields"). The kit (tests/kit.h)
  * brings moe.h, the RNG, the model shapes and random weights.
  *
  * One source per executable defines MOE_IMPLEMENTATION, with MOE_API empty (external linkage, as

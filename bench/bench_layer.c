@@ -3,7 +3,7 @@
  *
  *   bench_layer --model qwen3-30b-a3b --precision int8 --m 1,8,32,128,512 --threads 2
  *
- * One JSON line per (precision, M) on stdout, a human table on stderr (README "Benchmark").
+ * One JSON line per (precision, M) on stdout, a human table on stderr (docs/benchmarks.md).
  * The peer of the low-bit precisions (fp8, int4, mxfp4) is the bf16 oneDNN layer on their weights
  * dequantized at load ("peer_weights"), so peer_rel_err compares our quantized kernels with it.
  * weight_gbs counts the packed bytes of the experts hit (panels with their scales and zero points);

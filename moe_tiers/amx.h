@@ -30,7 +30,7 @@ typedef struct moe__tilecfg {
 
 #ifdef MOE_AMX_EMULATE
 #define MOE__AMX_EMULATED 1
-#define MOE__AMX_T MOE__T_BASE ",avx512bf16,avx512vnni,avx512vbmi"
+#define MOE__AMX_T MOE__T_AMX_HOST
 /* The model: Intel SDM vol. 2, TILELOADD/TILESTORED/TILEZERO/LDTILECFG/TILERELEASE and TDPBF16PS,
  * TDPBUSD, TDPBSUD (pseudocode also at felixcloutier.com/x86/tdpbf16ps): rows and colsb from the
  * configuration, bytes past colsb and rows past rows read as zero; TDPBF16PS keeps two FP32 sums per
@@ -104,10 +104,10 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #define MOE__TILE_DPBF16PS(c, a, b) moe__emu_dpbf16ps(c, a, b)
 #define MOE__TILE_DPBUSD(c, a, b) moe__emu_dpb(c, a, b, 0, 1)
 #define MOE__TILE_DPBSUD(c, a, b) moe__emu_dpb(c, a, b, 1, 0)
-#define MOE__AMX_FEATURES 0u
+#define MOE__AMX_FEATURES MOE__F_AMX_HOST /* the model needs no tiles */
 #else
 #define MOE__AMX_EMULATED 0
-#define MOE__AMX_T MOE__T_BASE ",avx512bf16,avx512vnni,avx512vbmi,amx-tile,amx-bf16,amx-int8"
+#define MOE__AMX_T MOE__T_AMX
 /* gcc's _tile_loadconfig tells the compiler it reads one byte of the 64: the barrier keeps the
  * stores of the whole configuration before it (without it gcc 12 -O2 dropped them in the probe). */
 #define MOE__TILE_CONFIG(cfg)                                                                         \
@@ -122,10 +122,9 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #define MOE__TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 #define MOE__TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
 #define MOE__TILE_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
-#define MOE__AMX_FEATURES (MOE_CPU_AMX_TILE | MOE_CPU_AMX_BF16 | MOE_CPU_AMX_INT8)
+#define MOE__AMX_FEATURES MOE__F_AMX
 #endif
 #define MOE__AMX_FN __attribute__((target(MOE__AMX_T))) static inline
-#define MOE__AMX_FEATURES_ALL (MOE__AVX512_BF16_VBMI_FEATURES | MOE_CPU_AVX512VNNI | MOE__AMX_FEATURES)
 
 /* ---- the microkernel ------------------------------------------------------------------------------
  * Every tile is 16 rows x 64 bytes (one configuration for every precision, loaded once per thread):
@@ -516,13 +515,14 @@ MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, 
   for (int b = 0; b < nb; b++) (gemm1 ? avx512->gemm1 : avx512->gemm2)(&gs[b]);
 }
 
-/* The AMX microkernels of the list (names: <MR>x<NR>c<KR> of the tiles' rows, columns and k per B
- * row). Calls whose scale groups do not hold whole k steps (FP8 blocks or INT4 groups that are
- * not a multiple of 32 k, W4A8 of 64), and MXFP4 calls with extreme scales, run the AVX-512 kernel. */
+/* The AMX microkernels of the list (names: <rows>x<columns>c<KR> of the C block one call runs:
+ * two row tiles of 16 x one panel pair; gemm2 both panels). Calls whose scale groups do not hold
+ * whole k steps (FP8 blocks or INT4 groups that are not a multiple of 32 k, W4A8 of 64), and MXFP4
+ * calls with extreme scales, run the AVX-512 kernel. */
 #define MOE__AMX_ATTR __attribute__((target(MOE__AMX_T))) static inline
 #define MOE__AMX_UKERNELS(fam, kr, prec)                                                                               \
-  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_16x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 1); } \
-  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_16x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 0); }
+  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_32x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 1); } \
+  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_32x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 0); }
 MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
 MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
 MOE__AMX_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8)

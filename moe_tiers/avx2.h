@@ -16,17 +16,8 @@
 #if defined(MOE__X86) && !defined(MOE_NO_AVX2) && (defined(__GNUC__) || defined(__clang__))
 #define MOE__HAVE_AVX2 1
 #include <immintrin.h>
-#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define MOE__GCC_DIAG_PUSHED2 1
-#endif
-#define MOE__T_AVX2 "avx2,fma,f16c"
 #define MOE__AVX2 __attribute__((target(MOE__T_AVX2))) static inline
-#define MOE__AVXVNNI __attribute__((target(MOE__T_AVX2 ",avxvnni"))) static inline
-#define MOE__AVX2_FEATURES (MOE_CPU_AVX2 | MOE_CPU_FMA | MOE_CPU_F16C)
-#define MOE__AVXVNNI_FEATURES (MOE__AVX2_FEATURES | MOE_CPU_AVX_VNNI)
+#define MOE__AVXVNNI __attribute__((target(MOE__T_AVX_VNNI))) static inline
 
 /* Lanes < left all ones (maskload/maskstore). */
 MOE__AVX2 __m256i moe__mask8(int64_t left) {
@@ -101,7 +92,7 @@ MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gem
  * weight vectors, a pair of row values); INT8: R <= 6 with vpdpbusd, R <= 4 with vpmaddubsw; W4A8: R <= 4
  * (6 rows, 12 accumulators with the nibble mask and the flip, spilled: VNNI in cache 400 vs 680 GOPS). */
 #define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
-#define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX2 ",avxvnni"), always_inline)) static inline
+#define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX_VNNI), always_inline)) static inline
 
 /* The k steps i of [lo, hi) whose kr elements all lie in [k0, k1): [*in0, *in1). The tiles run
  * STEP(0) there (a row's step is one dword load) and STEP(1) at the edges (moe__group_in masks it):
@@ -670,8 +661,4 @@ MOE__AVX2 void moe__add_row_avx2(float *acc, const float *y, int64_t n) {
     _mm256_maskstore_ps(acc + i, mk, _mm256_add_ps(_mm256_maskload_ps(acc + i, mk), _mm256_maskload_ps(y + i, mk)));
   }
 }
-#ifdef MOE__GCC_DIAG_PUSHED2
-#pragma GCC diagnostic pop
-#undef MOE__GCC_DIAG_PUSHED2
-#endif
 #endif /* AVX2 */

@@ -1,4 +1,4 @@
-/* A float64 oracle of the MoE layer, written from the contract (moe.h, moe_quant.h, DESIGN.md) and
+/* A float64 oracle of the MoE layer, written from the contract (moe.h, moe_quant.h, docs/design.md) and
  * independently of the library: plain loops, and its own decoders of bf16, fp16, e4m3, e2m1 and e8m0
  * and its own round-half-to-even. The only library things it touches are the plain descriptor types
  * (moe_weights, moe_dtype, moe_precision, moe_activation) that describe its input.

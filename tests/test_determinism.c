@@ -1,5 +1,5 @@
 /* Determinism: the output is bitwise identical for any thread count, any order in which a pool runs
- * the tasks, OpenMP's default, and any chunking (DESIGN.md rule 6). Every precision, M = 37 at a
+ * the tasks, OpenMP's default, and any chunking (moe.h's contract). Every precision, M = 37 at a
  * Qwen-like small shape (E 32, topk 8, N 64, K 128, a gated shared expert of N 80, biases), every ISA tier
  * the machine has; the reference run (serial, one chunk) is also checked against the float64 oracle. */
 #define MOE_IMPLEMENTATION

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The multi-host model on paper of README's expert-parallel section: bytes sent per token per MoE layer
+"""The multi-host model on paper of docs/parallel.md ("Multi-host model"): bytes sent per token per MoE layer
 in each of moe_ep's modes for 2-8 hosts, against 25/100/400 Gb/s links and the hosts' memory bandwidth.
 
   allreduce  every host holds all M tokens; the f32 partials [M, K] are reduce-scattered by token block

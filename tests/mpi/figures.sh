@@ -1,5 +1,5 @@
 #!/bin/sh
-# The loopback figures of README's "Expert parallelism (MPI) and thread pools" section:
+# The loopback figures of docs/parallel.md and bench/RESULTS.md (expert parallelism over MPI):
 #   sh tests/mpi/figures.sh BUILD_DIR [OUT.jsonl]      (default OUT: bench/results-zen5-ep.jsonl)
 # Qwen3-30B-A3B (E 128, bf16) and a DeepSeek-V3-shaped layer (E cut to 32, fp8 with 128x128 blocks, the
 # shared expert of N 2048 included) at M = 1, 32, 512, every mode, on

@@ -1,0 +1,493 @@
+/* moe_tiers/avx512.h — the AVX-512 tier of moe_gemm.h (AVX512F/BW/VL/DQ, with VNNI, BF16 and VBMI
+ * where a kernel needs them): the epilogues, decoders, prefetch plans and the list's AVX-512 kernels.
+ * The tile functions (one per height, named accumulators) are generated into moe_tiers/avx512_tiles.h
+ * by tools/gen_tiles.py. Included by moe_gemm.h inside its implementation; the AMX tier
+ * (moe_tiers/amx.h) shares its decoders and epilogues. Not a header to include on its own.
+ *
+ * Compiled with target attributes (no -m flags needed) and chosen at run time. Each row's k loop
+ * runs in one accumulator per column in the same order whatever the tile height, so a token's
+ * result does not depend on which rows share its tile (bitwise determinism across chunkings). */
+#if defined(MOE__X86) && !defined(MOE_NO_AVX512) && (defined(__GNUC__) || defined(__clang__))
+#define MOE__HAVE_AVX512 1
+#include <immintrin.h>
+
+#define MOE__AVX512_BASE __attribute__((target(MOE__T_AVX512))) static inline
+#define MOE__AVX512_VNNI __attribute__((target(MOE__T_AVX512_VNNI))) static inline
+#define MOE__AVX512_BF16 __attribute__((target(MOE__T_AVX512_BF16))) static inline
+#define MOE__AVX512_VBMI __attribute__((target(MOE__T_AVX512_VBMI))) static inline
+#define MOE__AVX512_FP8 __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static inline
+#define MOE__AVX512_FP8_FN __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static
+/* the same targets for functions that must stay out of line */
+#define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_AVX512_VNNI))) static
+#define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_AVX512_BF16))) static
+#define MOE__INLINE __attribute__((always_inline))
+/* The k loop is not unrolled: with 24 accumulators live, unrolling makes compilers spill them. */
+#if defined(__clang__)
+#define MOE__NO_UNROLL _Pragma("clang loop unroll(disable)")
+#else
+#define MOE__NO_UNROLL _Pragma("GCC unroll 1")
+#endif
+
+/* e^x: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor polynomial, then p * 2^n by vscalefps (which
+ * overflows to Inf and underflows to 0 on its own). min/max keep x in the second operand so a
+ * NaN passes through. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__exp_avx512(__m512 x) {
+  __m512 n, r, p;
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* act(g, u) for 16 columns (see moe__act). */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__act_avx512(moe_activation act, __m512 g, __m512 u, float alpha, float limit) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  __m512 z;
+  if (act == MOE_ACT_GELU_TANH) { /* 0.5 (1 + tanh(z)) = sigmoid(2z) */
+    __m512 g3 = _mm512_mul_ps(_mm512_mul_ps(g, g), g);
+    z = _mm512_mul_ps(_mm512_set1_ps(2.0f * 0.7978845608028654f), _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), g3, g));
+  } else if (act == MOE_ACT_SWIGLU_OAI) {
+    g = _mm512_min_ps(_mm512_set1_ps(limit), g);
+    u = _mm512_max_ps(_mm512_set1_ps(-limit), _mm512_min_ps(_mm512_set1_ps(limit), u));
+    u = _mm512_add_ps(u, one);
+    z = _mm512_mul_ps(_mm512_set1_ps(alpha), g);
+  } else {
+    z = g;
+  }
+  return _mm512_div_ps(_mm512_mul_ps(g, u), _mm512_add_ps(one, moe__exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), z))));
+}
+
+/* Mask of the first min(left, 16) lanes. */
+static inline __mmask16 moe__tail_mask(int64_t left) { return (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1); }
+/* Mask of the 16-column vector v (0..3) of a tile with nr valid columns. */
+static inline __mmask16 moe__col_mask(int32_t nr, int v) {
+  int32_t left = nr - 16 * v;
+  return (__mmask16)(left >= 16 ? 0xFFFF : left > 0 ? (1u << left) - 1 : 0);
+}
+
+/* Epilogues on one row. gemm1: gate lo/hi and up lo/hi -> act -> 32 columns. gemm2: up to 4
+ * vectors (64 columns: two neighbouring panels) -> (+ bias) * top-k weight. */
+MOE__AVX512_BASE MOE__INLINE void moe__gemm1_store_avx512(const moe_gemm_args *g, int32_t r, __m512 g0, __m512 g1,
+                                                         __m512 u0, __m512 u1) {
+  for (int h = 0; h < 2; h++) {
+    __mmask16 mk = moe__col_mask(g->nr, h);
+    __m512 gv = h ? g1 : g0, uv = h ? u1 : u0;
+    if (g->bias) gv = _mm512_add_ps(gv, _mm512_maskz_loadu_ps(mk, g->bias + 16 * h));
+    if (g->bias_up) uv = _mm512_add_ps(uv, _mm512_maskz_loadu_ps(mk, g->bias_up + 16 * h));
+    _mm512_mask_storeu_ps(g->c + r * g->ldc + 16 * h, mk, moe__act_avx512(g->act, gv, uv, g->alpha, g->limit));
+  }
+}
+MOE__AVX512_BASE MOE__INLINE void moe__gemm2_store_avx512(const moe_gemm_args *g, int32_t r, int nv, __m512 v0,
+                                                         __m512 v1, __m512 v2, __m512 v3) {
+  for (int h = 0; h < nv; h++) {
+    __mmask16 mk = moe__col_mask(g->nr, h);
+    __m512 v = h == 0 ? v0 : h == 1 ? v1 : h == 2 ? v2 : v3;
+    float *c = g->c_rows[r] + 16 * h;
+    if (g->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, g->bias + 16 * h));
+    _mm512_mask_storeu_ps(c, mk, _mm512_fmadd_ps(v, _mm512_set1_ps(g->row_weight[r]), _mm512_maskz_loadu_ps(mk, c)));
+  }
+}
+
+/* The tile's output rows (token sums spread over the chunk, often not in cache) are fetched while
+ * the k loop runs, not awaited in the epilogue (+4% on int8 gemm2 in a layer-like loop). */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_c_rows(const moe_gemm_args *g, int32_t r0, int mr) {
+  for (int r = 0; r < mr; r++)
+    for (int32_t col = 0; col < g->nr; col += 16) _mm_prefetch((const char *)(g->c_rows[r0 + r] + col), _MM_HINT_T1);
+}
+
+#define MOE__PF_MIN_ROWS 11 /* blocks with fewer rows leave the weight stream to the hardware prefetcher */
+
+/* ---- the tile kernels ------------------------------------------------------------------------
+ * One k step = one k-group (KR k) of every row in the tile against 64-byte lines of the panels.
+ * The loop runs over the full groups; a partial last group (kred not a multiple of KR) runs once
+ * more with activations padded by zeros, so no row is read past kred.
+ * Prefetch: the panels stream in sequentially, which the hardware prefetcher follows at full DRAM
+ * bandwidth. Blocks of MOE__PF_MIN_ROWS rows or more compute long enough per panel for DRAM to idle,
+ * so each of their tiles also pulls in its share of the panels the caller reads next (w_next).
+ * Measured on Zen 4: software prefetch in smaller blocks (decode) cost 5-15% of bandwidth.
+ *
+ * The tiles themselves are generated (tools/gen_tiles.py): one function per tile height with named
+ * accumulators c<vector>_<row>, which every compiler keeps in registers at -O1..-O3. */
+
+/* The KR activations of a row at k-group i, broadcast to 16 lanes; the tail form reads only the
+ * elements below kred. */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_group(const uint8_t *a, int64_t i) {
+  return _mm512_set1_epi32((int)moe__load_u32(a + 4 * (size_t)i));
+}
+/* The same for a group cut by [k0, k1) (moe__group_in), broadcast. */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_range(const uint8_t *a, int64_t i, int64_t k0, int64_t k1, int kr,
+                                                     size_t elt, int pad) {
+  return _mm512_set1_epi32((int)moe__group_in(a, i, k0, k1, kr, elt, pad));
+}
+
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_tail(const uint8_t *a, int64_t i, int64_t kred, size_t elt) {
+  return moe__bcast_range(a, i, 0, kred, (int)(4 / elt), elt, 0);
+}
+
+/* A tile's share of the next panels (w_next), spread evenly over its k steps. */
+typedef struct moe__prefetcher {
+  const uint8_t *next, *end;
+  int lines_per_step;
+} moe__prefetcher;
+static inline MOE__INLINE moe__prefetcher moe__prefetch_plan(const moe_gemm_args *g, int32_t r0, int tile, int64_t steps) {
+  moe__prefetcher pf = {NULL, NULL, 0};
+  if (g->w_next && g->mr >= MOE__PF_MIN_ROWS) {
+    const int64_t tiles = (g->mr + tile - 1) / tile, t = r0 / tile;
+    const int64_t lines = (int64_t)(g->w_next_bytes / 64), share = (lines + tiles - 1) / tiles;
+    const int64_t first = t * share, last = first + share < lines ? first + share : lines;
+    pf.next = g->w_next + 64 * first, pf.end = g->w_next + 64 * (last > first ? last : first);
+    pf.lines_per_step = (int)((share + steps - 1) / steps);
+  }
+  return pf;
+}
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_step(moe__prefetcher *pf) {
+  for (int l = 0; l < pf->lines_per_step && pf->next < pf->end; l++, pf->next += 64) _mm_prefetch((const char *)pf->next, _MM_HINT_T1);
+}
+
+/* The dot-product instructions through inline asm that ties the accumulator to the destination
+ * register: compiler intrinsics for these destructive instructions made gcc and clang copy and
+ * spill accumulators at some optimization levels (up to 2x slower). */
+MOE__AVX512_VNNI MOE__INLINE __m512i moe__dpbusd(__m512i acc, __m512i a_u8, __m512i w_s8) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a_u8), "v"(w_s8));
+  return acc;
+}
+MOE__AVX512_BF16 MOE__INLINE __m512 moe__dpbf16(__m512 acc, __m512bh a, __m512bh w) {
+  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(w));
+  return acc;
+}
+
+/* INT8 (c4 panels with a comp/scale header): int32 sums minus the compensation, to f32, times the
+ * row scale, times the column scales: the scalar kernel's order, so both give the same bits
+ * before the epilogue. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t *panel, int h, float a_scale) {
+  __m512i comp = _mm512_loadu_si512(panel + 64 * h);
+  __m512 col_scale = _mm512_loadu_ps((const float *)(const void *)(panel + MOE_NR * 4 + 64 * h));
+  __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc, comp));
+  return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(a_scale)), col_scale);
+}
+
+/* ---- the low-bit tiles ---------------------------------------------------------------------------
+ * FP8, INT4 and MXFP4 tiles decode their codes in registers at every k step (byte permutes: layouts
+ * (b)-(d)) into bf16 pairs or W4A8's unsigned int8 quads, and run the dot products of up to 4 rows
+ * on them. A call runs k in blocks of whole scale groups (MOE__LOWBIT_KB), every tile through a
+ * block before the next block starts; within a block a tile goes group by group, its sums start at
+ * zero and at the group's end are scaled into the totals:
+ *   tot[r][c] = fma(sum, scale[c], tot[r][c])
+ * so every row's bits are the same whatever rows share its tile. The decode is redone per tile
+ * from cache: measured on Zen 5, 4-row tiles keep the dot-product units busier than decoding once
+ * into an L1 scratch and reading it back (a store and a load per vector; docs/design.md).
+ * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
+ * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
+ * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
+typedef struct moe__lowbit {
+  moe_precision p;
+  const uint8_t *w0, *w1;        /* the panels' codes                                           */
+  const uint8_t *meta[2];        /* the panels' group scales (f32, or e8m0 bytes)               */
+  const uint8_t *zeros[2];       /* INT4: the panels' zero points                               */
+  const struct moe__tables *tab; /* the decoder's tables                                        */
+  float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
+  int64_t kb0, kb1;              /* the k block the tiles run now (whole scale groups)          */
+} moe__lowbit;
+
+#define MOE__LOWBIT_KB 512 /* k per block: every tile runs a block before the next block starts */
+
+#define MOE__LOWBIT_AHEAD 4096 /* bytes the first tile prefetches ahead of its loads, per panel */
+
+/* What tile t prefetches as it steps through k (the address of step i is pf[p] + line bytes * i):
+ * the first tile MOE__LOWBIT_AHEAD bytes ahead of its own loads (past a panel's end: the panel after
+ * it, which the caller usually reads next); the second the panels the caller reads next (w_next),
+ * so DRAM keeps streaming while the later tiles run from cache; the others, lines already cached. */
+static inline MOE__INLINE void moe__lowbit_pf(const moe_gemm_args *g, const moe__lowbit *L, int32_t t, const uint8_t *pf[2]) {
+  const int next = t == 1 && g->w_next;
+  pf[0] = next ? g->w_next : L->w0 + MOE__LOWBIT_AHEAD;
+  pf[1] = next ? (g->w_next_bytes > g->panel_bytes ? g->w_next + g->panel_bytes : g->w_next) : L->w1 + MOE__LOWBIT_AHEAD;
+}
+
+/* The group scale of the tile's 16-column vector v (panel v / 2, columns 16 (v % 2) ..) for group
+ * gi: f32, or e8m0 as 2^(e - 127) (e = 0 the subnormal 2^-127, e = 255 NaN). */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__lowbit_scale(const moe__lowbit *L, int64_t gi, int v) {
+  const uint8_t *at = L->meta[v >> 1] + (size_t)gi * MOE_NR + 16 * (size_t)(v & 1);
+  if (moe__meta_of(L->p) == MOE__META_E8M0) {
+    __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)at));
+    __m512i bits = _mm512_slli_epi32(e, 23);
+    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()), _mm512_set1_epi32(0x00400000));
+    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(255)), _mm512_set1_epi32(0x7FC00000));
+    return _mm512_castsi512_ps(bits);
+  }
+  return _mm512_loadu_ps((const float *)(const void *)(L->meta[v >> 1] + 4 * ((size_t)gi * MOE_NR + 16 * (size_t)(v & 1))));
+}
+/* INT4 zero points of vector v for group gi, as int32. */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__lowbit_zero(const moe__lowbit *L, int64_t gi, int v) {
+  const uint8_t *at = L->zeros[v >> 1] + (size_t)gi * MOE_NR + 16 * (size_t)(v & 1);
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)at));
+}
+/* ... and as the words of layout (c): each column's zero in both of its words. */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_zero_words(const moe__lowbit *L, int64_t gi, int np, __m512i zw[4]) {
+  for (int v = 0; v < 2 * np; v++) {
+    __m512i z = moe__lowbit_zero(L, gi, v);
+    zw[v] = _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
+  }
+}
+/* The end of a group: tot[r][16v..] = fma(sum, scale, tot[r][16v..]). */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_finish(const moe__lowbit *L, int32_t r, int v, __m512 sum, __m512 scale) {
+  float *t = L->tot + 64 * r + 16 * v;
+  _mm512_store_ps(t, _mm512_fmadd_ps(sum, scale, _mm512_load_ps(t)));
+}
+/* W4A8's group sum without its zero point, exact: sum_k q (a - 128) - zero * sum_k (a - 128). */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__lowbit_isum(__m512i sum, __m512i zero, int32_t asum) {
+  return _mm512_cvtepi32_ps(_mm512_sub_epi32(sum, _mm512_mullo_epi32(zero, _mm512_set1_epi32(asum))));
+}
+/* sum_k (a[k] - 128) over n bytes */
+MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int64_t i = 0; i < n; i += 64) {
+    __mmask64 mk = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+    acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(mk, a + i), _mm512_setzero_si512()));
+  }
+  return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
+}
+
+/* `lines` cache lines from p into L2. */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int lines) {
+  for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
+}
+
+/* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
+ * bf16 words of e2m1, twice (hi0), or of int4 q - zero (lo0). */
+typedef struct moe__tables {
+  __m512i hi0, hi1, lo0, lo1;
+} moe__tables;
+
+/* 64 bf16 high and low bytes -> the two lines of (a) they form (unpacking works within 16-byte
+ * blocks, which layout (b) already accounts for): columns 0-15 and 16-31 of one pair. */
+MOE__AVX512_BASE MOE__INLINE void moe__bf16_unpack(__m512i lo, __m512i hi, __m512bh *c0, __m512bh *c1) {
+  *c0 = (__m512bh)_mm512_unpacklo_epi8(lo, hi);
+  *c1 = (__m512bh)_mm512_unpackhi_epi8(lo, hi);
+}
+/* One FP8 line (layout (b)) -> bf16 of one pair: magnitude through the tables, sign or'ed back. */
+MOE__AVX512_VBMI MOE__INLINE void moe__fp8_line(const uint8_t *line, const moe__tables *t, __m512bh *c0, __m512bh *c1) {
+  __m512i v = _mm512_load_si512(line);
+  __m512i hi = _mm512_permutex2var_epi8(t->hi0, v, t->hi1), lo = _mm512_permutex2var_epi8(t->lo0, v, t->lo1);
+  moe__bf16_unpack(lo, _mm512_ternarylogic_epi32(hi, v, _mm512_set1_epi8((char)0x80), 0xF8), c0, c1); /* hi | (v & 0x80) */
+}
+/* Pair j (0..3) of a 4-bit line (layout (c)) -> bf16 of 16 columns: nibble j of every word indexes
+ * the 32-entry table, which repeats its 16 values, so the bits above the nibble need no mask. */
+MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair(__m512i line, int j, __m512i table) {
+  return (__m512bh)_mm512_permutexvar_epi16(j ? _mm512_srli_epi16(line, (unsigned)(4 * j)) : line, table);
+}
+/* The same for int4 minus each word's zero point (-15..15, a 5-bit index into a signed table). */
+MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_zero(__m512i line, int j, __m512i zero, __m512i table) {
+  __m512i q = _mm512_and_si512(_mm512_srli_epi16(line, (unsigned)(4 * j)), _mm512_set1_epi16(15));
+  return (__m512bh)_mm512_permutexvar_epi16(_mm512_sub_epi16(q, zero), table);
+}
+/* One W4A8 line (layout (d)) -> the u8 codes of columns 0-15 and 16-31. */
+MOE__AVX512_BASE MOE__INLINE void moe__q4_line(const uint8_t *line, __m512i *c0, __m512i *c1) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  __m512i v = _mm512_load_si512(line);
+  *c0 = _mm512_and_si512(v, m4);
+  *c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+}
+
+/* Each tile height is its own function (a compile-time MR, never inlined back into one). */
+#define MOE__NOINLINE __attribute__((noinline))
+#define MOE__ALIGN64 __attribute__((aligned(64)))
+
+#include "moe_tiers/avx512_tiles.h" /* generated: tools/gen_tiles.py */
+
+/* The kernels of the list. gemm1: tiles of 5 rows x (32 gate + 32 up) columns. gemm2: 5 rows x 64
+ * columns (two panels) while nr > 32, else 12 rows x 32 columns. */
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16(const moe_gemm_args *g) { moe__bf16_gemm1_rows(g); }
+MOE__AVX512_BF16 void moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16(const moe_gemm_args *g) {
+  if (g->nr > MOE_NR) moe__bf16_gemm2x2_rows(g);
+  else moe__bf16_gemm2_rows(g);
+}
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm1_ukernel_5x32c4__avx512vnni(const moe_gemm_args *g) { moe__qc8_gemm1_rows(g); }
+MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(const moe_gemm_args *g) {
+  if (g->nr > MOE_NR) moe__qc8_gemm2x2_rows(g);
+  else moe__qc8_gemm2_rows(g);
+}
+/* ---- the low-bit kernels: decode tables, the call (k blocks x row tiles), the list's functions --- */
+/* bf16 of every e4m3 magnitude (code & 0x7F), as high and low bytes: exact, subnormals included;
+ * 0x7F (NaN) -> 0x7FC0. The sign bit is or'ed in after the lookup. */
+static const uint8_t moe__e4m3_bf16_hi[128] = {
+    0x00, 0x3B, 0x3B, 0x3B, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C,
+    0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D,
+    0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E,
+    0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F,
+    0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
+    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+    0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
+    0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x7F};
+static const uint8_t moe__e4m3_bf16_lo[128] = {
+    0x00, 0x00, 0x80, 0xC0, 0x00, 0x20, 0x40, 0x60, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
+    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xC0};
+/* bf16 of the 4-bit values, 32 entries for vpermw: int4 q - zero as a 5-bit index (-15..15, two's
+ * complement), and e2m1 (sign in bit 3) twice, so the bits above a nibble need no mask. */
+static const uint16_t moe__int5_bf16[32] = {
+    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170,
+    0xC180, 0xC170, 0xC160, 0xC150, 0xC140, 0xC130, 0xC120, 0xC110, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080, 0xC040, 0xC000, 0xBF80};
+static const uint16_t moe__e2m1_bf16[32] = {
+    0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0,
+    0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0};
+
+
+/* The epilogue from the totals (A8: times the row scale): gemm1 act -> c, gemm2 (+ bias) * weight
+ * into the rows. */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, const float *tot, int gemm1, int np, int a8) {
+  for (int32_t r = 0; r < g->mr; r++) {
+    const float *t = tot + 64 * r;
+    const __m512 s = _mm512_set1_ps(a8 ? g->a_scale[r] : 1.0f);
+    __m512 v0 = _mm512_load_ps(t), v1 = _mm512_load_ps(t + 16), v2 = _mm512_load_ps(t + 32), v3 = _mm512_load_ps(t + 48);
+    if (a8) v0 = _mm512_mul_ps(v0, s), v1 = _mm512_mul_ps(v1, s), v2 = _mm512_mul_ps(v2, s), v3 = _mm512_mul_ps(v3, s);
+    if (gemm1) moe__gemm1_store_avx512(g, r, v0, v1, v2, v3);
+    else moe__gemm2_store_avx512(g, r, 2 * np, v0, v1, v2, v3);
+  }
+}
+
+/* The decoder's tables for precision p. */
+static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
+  memset(t, 0, sizeof *t);
+  if (p == MOE_PREC_FP8) {
+    memcpy(&t->hi0, moe__e4m3_bf16_hi, 64), memcpy(&t->hi1, moe__e4m3_bf16_hi + 64, 64);
+    memcpy(&t->lo0, moe__e4m3_bf16_lo, 64), memcpy(&t->lo1, moe__e4m3_bf16_lo + 64, 64);
+  } else if (p == MOE_PREC_MXFP4) {
+    memcpy(&t->hi0, moe__e2m1_bf16, 64);
+  } else {
+    memcpy(&t->lo0, moe__int5_bf16, 64);
+  }
+}
+
+/* The row tiles of a call: one kind for gemm1 and gemm2 (the sums go to the totals; the epilogue,
+ * moe__lowbit_store, tells the two apart). */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_rows(moe_precision p, const moe_gemm_args *g, const moe__lowbit *L) {
+  if (p == MOE_PREC_FP8) moe__fp8_pair_rows(g, L);
+  else if (moe__is_a8(p)) moe__q4_pair_rows(g, L);
+  else if (p == MOE_PREC_INT4_W4A16) moe__i4_pair_rows(g, L);
+  else moe__b4_pair_rows(g, L);
+}
+
+/* The scales and zero points of the call's panels: they lie apart from the codes, and a scale that
+ * comes from DRAM only when its group ends stalls the core. */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(const moe_gemm_args *g, const moe__lowbit *L, int np) {
+  for (int q = 0; q < np; q++)
+    for (const uint8_t *at = L->meta[q]; at < g->w + (size_t)(q + 1) * g->panel_bytes; at += 64)
+      _mm_prefetch((const char *)at, _MM_HINT_T0);
+}
+
+/* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
+ * panels, gemm2 over one or two panels; tiles of up to 4 rows, each over every scale group. */
+/* A call's panels (np: 1 or 2; a single, last, odd gemm2 panel serves as both panels of the two-panel
+ * tiles, its second half not stored): codes, group scales and zero points. */
+static inline MOE__INLINE void moe__lowbit_init(moe_precision p, const moe_gemm_args *g, int np, const moe__tables *tab, float *tot,
+                                                moe__lowbit *L) {
+  const size_t meta = moe__meta_offset(p, g->kpad), ng = (size_t)moe__cdiv(g->kred, g->kgroup ? g->kgroup : g->kred);
+  memset(L, 0, sizeof *L);
+  L->p = p, L->w0 = g->w, L->w1 = g->w + (size_t)(np - 1) * g->panel_bytes, L->tab = tab, L->tot = tot;
+  for (int q = 0; q < 2; q++) L->meta[q] = (q ? L->w1 : L->w0) + meta, L->zeros[q] = L->meta[q] + ng * MOE_NR * 4;
+}
+
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1, float *tot) {
+  const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  moe__tables tab;
+  moe__lowbit L;
+  moe__tables_of(p, &tab);
+  moe__lowbit_init(p, g, np, &tab, tot, &L);
+  moe__prefetch_meta(g, &L, np);
+  if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);
+  memset(tot, 0, (size_t)g->mr * 64 * sizeof(float));
+  /* k blocks of whole groups, every tile in each: the later tiles read what the first brought in
+   * while DRAM keeps streaming the next block, and a call costs one tile call per block */
+  for (L.kb0 = 0; L.kb0 < g->kred; L.kb0 = L.kb1) {
+    const int64_t kb = g->kgroup >= MOE__LOWBIT_KB ? g->kgroup : MOE__LOWBIT_KB / g->kgroup * g->kgroup;
+    L.kb1 = L.kb0 + kb < g->kred ? L.kb0 + kb : g->kred;
+    moe__lowbit_rows(p, g, &L);
+  }
+  moe__lowbit_store(g, tot, gemm1, np, moe__is_a8(p));
+}
+
+/* The low-bit kernels of the list: tiles of up to 4 rows x 64 columns (gemm1: 32 gate + 32 up;
+ * gemm2: two panels, an odd last one as both), heights balanced over the call's rows. */
+#define MOE__LOWBIT_UKERNELS(attr, fam, tile1, tile2, sfx, prec)                                             \
+  attr void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {                             \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                \
+    moe__lowbit_gemm_avx512(prec, g, 1, tot);                                                                \
+  }                                                                                                          \
+  attr void moe_##fam##_gemm2_ukernel_##tile2##__##sfx(const moe_gemm_args *g) {                             \
+    MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                \
+    moe__lowbit_gemm_avx512(prec, g, 0, tot);                                                                \
+  }
+MOE__LOWBIT_UKERNELS(MOE__AVX512_FP8, bf16_fp8w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_FP8)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_qc4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_INT4_W4A16)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_mxfp4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_MXFP4)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni, MOE_PREC_INT4_W4A8)
+#undef MOE__LOWBIT_UKERNELS
+
+/* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
+
+/* moe_quantize_row_u8 with the same bits: amax (NaN sticks), scale, x / scale rounded half to even. */
+MOE__AVX512_BASE float moe__quantize_row_u8_avx512(const float *x, int64_t n, uint8_t *q) {
+  __m512 vmax = _mm512_setzero_ps(), vscale;
+  __mmask16 nan = 0;
+  float amax, scale;
+  for (int64_t i = 0; i < n; i += 16) {
+    __m512 v = _mm512_maskz_loadu_ps(moe__tail_mask(n - i), x + i);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    vmax = _mm512_max_ps(vmax, _mm512_abs_ps(v));
+  }
+  amax = nan ? NAN : _mm512_reduce_max_ps(vmax);
+  scale = (amax < 1e-7f ? 1e-7f : amax) / 127.0f;
+  vscale = _mm512_set1_ps(scale);
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(mk, x + i), vscale);
+    v = _mm512_min_ps(_mm512_set1_ps(127.0f), _mm512_max_ps(_mm512_set1_ps(-127.0f), v));
+    __m512i qi = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), _mm512_set1_epi32(128));
+    _mm_mask_storeu_epi8(q + i, mk, _mm512_cvtepi32_epi8(qi)); /* NaN -> INT_MIN + 128 -> byte 128 */
+  }
+  return scale;
+}
+
+/* f32 -> bf16, round to nearest even, NaN quieted: moe_f32_to_bf16 on 16 lanes. */
+MOE__AVX512_BASE void moe__f32_to_bf16_avx512(const float *src, uint16_t *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    __m512i u = _mm512_maskz_loadu_epi32(mk, src + i);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    _mm256_mask_storeu_epi16(dst + i, mk, _mm512_cvtepi32_epi16(r));
+  }
+}
+
+MOE__AVX512_BASE void moe__bf16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    __m512i v = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, src + i)), 16);
+    _mm512_mask_storeu_ps(dst + i, mk, _mm512_castsi512_ps(v));
+  }
+}
+
+/* acc[k] += y[k] over n floats. */
+MOE__AVX512_BASE void moe__add_row_avx512(float *acc, const float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 mk = moe__tail_mask(n - i);
+    _mm512_mask_storeu_ps(acc + i, mk, _mm512_add_ps(_mm512_maskz_loadu_ps(mk, acc + i), _mm512_maskz_loadu_ps(mk, y + i)));
+  }
+}
+#endif /* AVX-512 */
