@@ -137,6 +137,12 @@ typedef struct moe_parallel {
 /* MOE_VERSION_STRING of the implementation (of libmoe, for a program linked against it). */
 MOE_API const char *moe_version(void);
 
+/* moe_pack on the caller's threads (par as the compute calls take it; NULL: one thread, as
+ * moe_pack): the panels are independent and claimed one by one, so the bytes are the same for any
+ * thread count and order. Same statuses as moe_pack, all before anything is written. */
+MOE_API moe_status moe_pack_parallel(const moe_weights *plain, moe_experts *packed, void *buf, size_t size,
+                                     const moe_parallel *par);
+
 /* Bytes of workspace moe_fused_experts (or moe_shared_expert) needs for this call. Validates the
  * sizes (not the pointers x, out, weights and ids) and returns a status. */
 MOE_API moe_status moe_workspace_size(const moe_experts *ex, const moe_call *call, size_t *bytes);
@@ -842,6 +848,33 @@ static inline moe_status moe__run(moe__layer *L, void *ws, size_t ws_size, const
 
 /* ---- public calls ---------------------------------------------------------------------------------- */
 MOE_API const char *moe_version(void) { return MOE_VERSION_STRING; }
+
+/* A parallel pack: each task claims panels until none is left. */
+typedef struct moe__pack_job {
+  const moe_weights *plain;
+  moe__pack_plan pl;
+  uint8_t *base;
+  int64_t next, units;
+} moe__pack_job;
+
+static inline void moe__pack_worker(void *arg, int64_t unused) {
+  moe__pack_job *J = (moe__pack_job *)arg;
+  int64_t u;
+  (void)unused;
+  while ((u = __atomic_fetch_add(&J->next, 1, __ATOMIC_RELAXED)) < J->units) moe__pack_unit(J->plain, &J->pl, J->base, u);
+}
+
+MOE_API moe_status moe_pack_parallel(const moe_weights *plain, moe_experts *packed, void *buf, size_t size,
+                                     const moe_parallel *par) {
+  moe__pack_job J;
+  moe_status st = moe__pack_begin(plain, packed, buf, size, &J.pl, &J.base);
+  if (st != MOE_OK) return st;
+  J.plain = plain, J.next = 0, J.units = moe__pack_units(plain, &J.pl);
+  if (par) moe__parallel(par, moe__pack_worker, &J, moe__threads(par));
+  else moe__pack_worker(&J, 0);
+  moe__pack_end(plain, packed, &J.pl, J.base);
+  return MOE_OK;
+}
 
 MOE_API moe_status moe_workspace_size(const moe_experts *ex, const moe_call *call, size_t *bytes) {
   moe__layer L;

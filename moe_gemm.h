@@ -408,9 +408,33 @@ static inline uint32_t moe__plain_code(const moe__plain_mat *m, int64_t r, int64
   return ((const uint8_t *)m->codes)[r * m->cols + k];
 }
 
-/* Packs rows [r0, r0 + nv) of m (nv <= 32) into one panel (zeroed first). Padded k get the code
- * that decodes to 0: zero, or for GROUP the last group's zero point. */
-static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t nv, uint8_t *panel, size_t bytes) {
+/* The meta of column n (row r of m) of a panel: int8's compensation and scale, or the group
+ * scales, zero points and e8m0 exponents (sum: the column's int8 codes). */
+static inline void moe__pack_meta(const moe__plain_mat *m, int64_t r, int32_t n, int32_t sum, uint8_t *panel, uint8_t *meta,
+                                  int64_t ng) {
+  moe__meta kind = moe__meta_of(m->p);
+  if (kind == MOE__META_CHANNEL) {
+    int32_t comp = 128 * sum;
+    memcpy(panel + 4 * (size_t)n, &comp, 4);
+    memcpy(panel + MOE_NR * 4 + 4 * (size_t)n, &m->scale[r], 4);
+  }
+  for (int64_t g = 0; g < ng; g++) {
+    size_t cell = (size_t)g * MOE_NR + (size_t)n;
+    if (kind == MOE__META_BLOCK)
+      memcpy(meta + 4 * cell, &m->scale[(r / m->bn) * ng + g], 4);
+    else if (kind == MOE__META_E8M0)
+      meta[cell] = m->e8m0[r * ng + g];
+    else if (kind == MOE__META_GROUP) {
+      memcpy(meta + 4 * cell, &m->scale[r * ng + g], 4);
+      meta[(size_t)ng * MOE_NR * 4 + cell] = m->zero[r * ng + g];
+    }
+  }
+}
+
+/* Packs rows [r0, r0 + nv) of m (nv <= 32) into one panel (zeroed first), element by element
+ * through moe__code_pos: the reference twin of moe__pack_panel (tests compare their bytes). Padded k
+ * get the code that decodes to 0: zero, or for GROUP the last group's zero point. */
+static inline void moe__pack_panel_scalar(const moe__plain_mat *m, int64_t r0, int32_t nv, uint8_t *panel, size_t bytes) {
   moe_precision p = m->p;
   moe__meta meta_kind = moe__meta_of(p);
   int32_t kr = moe__kr(p);
@@ -428,23 +452,87 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
       moe__put_code(p, codes, n, k, code);
       if (meta_kind == MOE__META_CHANNEL) sum += (int8_t)code;
     }
-    if (meta_kind == MOE__META_CHANNEL) {
-      int32_t comp = 128 * sum;
-      memcpy(panel + 4 * (size_t)n, &comp, 4);
-      memcpy(panel + MOE_NR * 4 + 4 * (size_t)n, &m->scale[r], 4);
+    moe__pack_meta(m, r, n, sum, panel, meta, ng);
+  }
+}
+
+
+/* moe__pack_panel_scalar's bytes, faster: where a code of column n goes inside a k step depends only
+ * on (n, k % KR), so a table of those byte offsets and shifts per column (from moe__code_pos)
+ * replaces the per-element position arithmetic; k steps run outermost, so each panel line is
+ * written whole while the 32 rows are read in order; where a step's codes of a column lie side by
+ * side (layouts (a), (b)) and need no conversion, they are copied as one block. */
+static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t nv, uint8_t *panel, size_t bytes) {
+  const moe_precision p = m->p;
+  const moe__prec_traits *t = moe__traits(p);
+  const int32_t kr = t->kr, bits = moe__code_bits(t->code), pbits = moe__code_bits(t->plain);
+  const size_t line = (size_t)(MOE_NR * kr * bits / 8), row_bytes = pbits >= 8 ? (size_t)m->cols * (size_t)(pbits / 8) : (size_t)((m->cols + 1) / 2);
+  const int64_t kpad = moe__cdiv(m->cols, kr) * kr, ng = m->kgroup ? moe__cdiv(m->cols, m->kgroup) : 0;
+  const int group = moe__meta_of(p) == MOE__META_GROUP, channel = moe__meta_of(p) == MOE__META_CHANNEL, f16 = t->plain == MOE__CODE_F16;
+  uint8_t *codes = panel + moe__codes_offset(p), *meta = panel + moe__meta_offset(p, kpad);
+  const uint8_t *src[MOE_NR];
+  size_t at[MOE_NR][8];
+  int32_t shift[MOE_NR][8], sum[MOE_NR];
+  uint32_t pad[MOE_NR];
+  int blocks = bits == pbits && bits >= 8 && !f16;
+  int64_t k0 = 0;
+  memset(panel, 0, bytes);
+  for (int32_t n = 0; n < nv; n++) {
+    src[n] = (const uint8_t *)m->codes + (size_t)(r0 + n) * row_bytes;
+    pad[n] = group ? m->zero[(r0 + n) * ng + ng - 1] : 0;
+    sum[n] = 0;
+    for (int32_t j = 0; j < kr; j++) at[n][j] = moe__code_pos(p, n, j, &shift[n][j]);
+    blocks = blocks && at[n][kr - 1] == at[n][0] + (size_t)((kr - 1) * bits / 8);
+  }
+  if (blocks && kr * bits == 32) { /* bf16 pairs, int8 quads: one 4-byte word per column and step */
+    for (; k0 + kr <= m->cols; k0 += kr) {
+      uint8_t *dst = codes + (size_t)(k0 / kr) * line;
+      for (int32_t n = 0; n < nv; n++) memcpy(dst + at[n][0], src[n] + (size_t)k0 * (size_t)(bits / 8), 4);
     }
-    for (int64_t g = 0; g < ng; g++) {
-      size_t cell = (size_t)g * MOE_NR + (size_t)n;
-      if (meta_kind == MOE__META_BLOCK)
-        memcpy(meta + 4 * cell, &m->scale[(r / m->bn) * ng + g], 4);
-      else if (meta_kind == MOE__META_E8M0)
-        meta[cell] = m->e8m0[r * ng + g];
-      else {
-        memcpy(meta + 4 * cell, &m->scale[r * ng + g], 4);
-        meta[(size_t)ng * MOE_NR * 4 + cell] = m->zero[r * ng + g];
+    if (channel)
+      for (int32_t n = 0; n < nv; n++)
+        for (int64_t k = 0; k < k0; k++) sum[n] += (int8_t)src[n][k];
+  } else if (blocks && kr * bits == 16) { /* fp8 pairs */
+    for (; k0 + kr <= m->cols; k0 += kr) {
+      uint8_t *dst = codes + (size_t)(k0 / kr) * line;
+      for (int32_t n = 0; n < nv; n++) memcpy(dst + at[n][0], src[n] + k0, 2);
+    }
+  } else if (bits == 4 && pbits == 4) { /* nibbles: a step's kr / 2 source bytes, each nibble to its place */
+    for (; k0 + kr <= m->cols; k0 += kr) {
+      uint8_t *dst = codes + (size_t)(k0 / kr) * line;
+      for (int32_t n = 0; n < nv; n++) {
+        uint32_t w = 0;
+        if (kr == 8) {
+          memcpy(&w, src[n] + k0 / 2, 4);
+          for (int32_t j = 0; j < 8; j++) dst[at[n][j]] |= (uint8_t)(((w >> (4 * j)) & 15) << shift[n][j]);
+        } else {
+          memcpy(&w, src[n] + k0 / 2, 2);
+          for (int32_t j = 0; j < 4; j++) dst[at[n][j]] |= (uint8_t)(((w >> (4 * j)) & 15) << shift[n][j]);
+        }
       }
     }
   }
+  for (; k0 < kpad; k0 += kr) {
+    uint8_t *dst = codes + (size_t)(k0 / kr) * line;
+    for (int32_t n = 0; n < nv; n++)
+      for (int32_t j = 0; j < kr; j++) {
+        const int64_t k = k0 + j;
+        uint32_t code;
+        if (k >= m->cols) code = pad[n];
+        else if (pbits == 16) {
+          uint16_t v;
+          memcpy(&v, src[n] + 2 * (size_t)k, 2);
+          code = f16 ? moe_f32_to_bf16(moe_f16_to_f32(v)) : v;
+        } else if (pbits == 8) code = src[n][k];
+        else code = moe__nibble(src[n], k);
+        if (bits == 16) {
+          const uint16_t v = (uint16_t)code;
+          memcpy(dst + at[n][j], &v, 2);
+        } else dst[at[n][j]] |= (uint8_t)(code << shift[n][j]);
+        if (channel) sum[n] += (int8_t)code;
+      }
+  }
+  for (int32_t n = 0; n < nv; n++) moe__pack_meta(m, r0 + n, n, sum[n], panel, meta, ng);
 }
 
 /* The plain matrix of expert e: which = 13 (W13, 2N x K) or 2 (W2, K x N). */
@@ -476,49 +564,69 @@ static inline moe__plain_mat moe__plain_of(const moe_weights *w, const moe__pack
   return m;
 }
 
-MOE_API moe_status moe_pack(const moe_weights *plain, moe_experts *packed, void *buf, size_t size) {
-  moe__pack_plan pl;
+/* A pack's independent units: the panels of every expert, W13's then W2's (u < moe__pack_units). */
+static inline int64_t moe__pack_units(const moe_weights *plain, const moe__pack_plan *pl) {
+  return plain->E * (pl->panels13 + pl->panels2);
+}
+/* Packs unit u into the packed storage at base. */
+static inline void moe__pack_unit(const moe_weights *plain, const moe__pack_plan *pl, uint8_t *base, int64_t u) {
+  const int64_t per13 = plain->E * pl->panels13;
+  if (u < per13) { /* W13 panel pair hp of expert e: gate rows, then up rows */
+    const int64_t e = u / pl->panels13, q = u % pl->panels13, hp = q / 2;
+    const moe__plain_mat m = moe__plain_of(plain, pl, 13, e);
+    const int32_t nv = (int32_t)(plain->N - hp * MOE_NR < MOE_NR ? plain->N - hp * MOE_NR : MOE_NR);
+    moe__pack_panel(&m, (q & 1 ? plain->N : 0) + hp * MOE_NR, nv, base + (size_t)u * pl->panel13_bytes, pl->panel13_bytes);
+  } else {
+    const int64_t v = u - per13, e = v / pl->panels2, q = v % pl->panels2;
+    const moe__plain_mat m = moe__plain_of(plain, pl, 2, e);
+    const int32_t nv = (int32_t)(plain->K - q * MOE_NR < MOE_NR ? plain->K - q * MOE_NR : MOE_NR);
+    moe__pack_panel(&m, q * MOE_NR, nv, base + pl->w13_bytes + (size_t)v * pl->panel2_bytes, pl->panel2_bytes);
+  }
+}
+
+/* Validates a pack and lays out *packed in buf (no panel written yet); *base: the aligned storage. */
+static inline moe_status moe__pack_begin(const moe_weights *plain, moe_experts *packed, void *buf, size_t size,
+                                         moe__pack_plan *pl, uint8_t **base) {
   moe_status st;
-  uint8_t *base;
   if (!plain || !packed || !buf) return MOE_ERR_NULL;
-  st = moe__plan_pack(plain, &pl);
+  st = moe__plan_pack(plain, pl);
   if (st != MOE_OK) return st;
-  if (size < pl.total) return MOE_ERR_BUFFER;
-  base = (uint8_t *)buf + ((64 - ((uintptr_t)buf & 63)) & 63);
+  if (size < pl->total) return MOE_ERR_BUFFER;
+  *base = (uint8_t *)buf + ((64 - ((uintptr_t)buf & 63)) & 63);
   memset(packed, 0, sizeof *packed);
   packed->precision = plain->precision;
   packed->E = plain->E, packed->N = plain->N, packed->K = plain->K;
-  packed->block_n = pl.block_n, packed->block_k = pl.block_k, packed->group = pl.group;
-  packed->kr = pl.kr, packed->k13_pad = pl.k13_pad, packed->k2_pad = pl.k2_pad;
-  packed->panels13 = pl.panels13, packed->panels2 = pl.panels2;
-  packed->panel13_bytes = pl.panel13_bytes, packed->panel2_bytes = pl.panel2_bytes;
-  packed->w13 = base;
-  packed->w2 = base + pl.w13_bytes;
-  for (int64_t e = 0; e < plain->E; e++) {
-    moe__plain_mat m13 = moe__plain_of(plain, &pl, 13, e), m2 = moe__plain_of(plain, &pl, 2, e);
-    uint8_t *d13 = base + (size_t)e * (size_t)pl.panels13 * pl.panel13_bytes;
-    uint8_t *d2 = base + pl.w13_bytes + (size_t)e * (size_t)pl.panels2 * pl.panel2_bytes;
-    for (int64_t hp = 0; hp < pl.panels13 / 2; hp++) {
-      int32_t nv = (int32_t)(plain->N - hp * MOE_NR < MOE_NR ? plain->N - hp * MOE_NR : MOE_NR);
-      moe__pack_panel(&m13, hp * MOE_NR, nv, d13 + (size_t)(2 * hp) * pl.panel13_bytes, pl.panel13_bytes);
-      moe__pack_panel(&m13, plain->N + hp * MOE_NR, nv, d13 + (size_t)(2 * hp + 1) * pl.panel13_bytes, pl.panel13_bytes);
-    }
-    for (int64_t p = 0; p < pl.panels2; p++) {
-      int32_t nv = (int32_t)(plain->K - p * MOE_NR < MOE_NR ? plain->K - p * MOE_NR : MOE_NR);
-      moe__pack_panel(&m2, p * MOE_NR, nv, d2 + (size_t)p * pl.panel2_bytes, pl.panel2_bytes);
-    }
-  }
+  packed->block_n = pl->block_n, packed->block_k = pl->block_k, packed->group = pl->group;
+  packed->kr = pl->kr, packed->k13_pad = pl->k13_pad, packed->k2_pad = pl->k2_pad;
+  packed->panels13 = pl->panels13, packed->panels2 = pl->panels2;
+  packed->panel13_bytes = pl->panel13_bytes, packed->panel2_bytes = pl->panel2_bytes;
+  packed->w13 = *base;
+  packed->w2 = *base + pl->w13_bytes;
+  return MOE_OK;
+}
+
+/* The biases after the panels, and the magic: the pack is complete. */
+static inline void moe__pack_end(const moe_weights *plain, moe_experts *packed, const moe__pack_plan *pl, uint8_t *base) {
   if (plain->b13) {
-    float *b = (float *)(base + pl.w13_bytes + pl.w2_bytes);
+    float *b = (float *)(base + pl->w13_bytes + pl->w2_bytes);
     memcpy(b, plain->b13, (size_t)plain->E * 2 * (size_t)plain->N * sizeof(float));
     packed->b13 = b;
   }
   if (plain->b2) {
-    float *b = (float *)(base + pl.w13_bytes + pl.w2_bytes + pl.b13_bytes);
+    float *b = (float *)(base + pl->w13_bytes + pl->w2_bytes + pl->b13_bytes);
     memcpy(b, plain->b2, (size_t)plain->E * (size_t)plain->K * sizeof(float));
     packed->b2 = b;
   }
   packed->magic = MOE__MAGIC;
+}
+
+MOE_API moe_status moe_pack(const moe_weights *plain, moe_experts *packed, void *buf, size_t size) {
+  moe__pack_plan pl;
+  uint8_t *base = NULL;
+  moe_status st = moe__pack_begin(plain, packed, buf, size, &pl, &base);
+  if (st != MOE_OK) return st;
+  for (int64_t u = 0; u < moe__pack_units(plain, &pl); u++) moe__pack_unit(plain, &pl, base, u);
+  moe__pack_end(plain, packed, &pl, base);
   return MOE_OK;
 }
 

@@ -262,7 +262,12 @@ static void ours_setup(ours *o, const bench_weights *bw, int32_t topk, int64_t m
   kit_weights_random_blocks(&w, bw->p, bw->E, bw->N, bw->K, bw->block_n, bw->block_k, bw->group, bw->seed,
                             BENCH_WEIGHT_FLAGS);
   o->gen_s = now_s() - t0;
-  o->packed = kit_pack(&w.w, &o->ex);
+  {
+    moe_parallel par = {pool_parallel_for, pool, pool_threads(pool)}; /* packing on the run's threads */
+    size_t n = moe_pack_size(&w.w);
+    o->packed = kit_malloc(n ? n : 1);
+    if (!n || moe_pack_parallel(&w.w, &o->ex, o->packed, n, &par) != MOE_OK) die("moe_pack_parallel failed");
+  }
   o->pack_s = now_s() - t0 - o->gen_s;
   kit_weights_free(&w);
   memset(&shape_only, 0, sizeof shape_only);

@@ -303,7 +303,10 @@ static void *pack_or_die(const char *what, const moe_weights *w, moe_experts *ex
   }
   buf = malloc(n);
   if (!buf) die(what, "out of memory");
-  if ((st = moe_pack(w, ex, buf, n)) != MOE_OK) die_status(what, st, NULL);
+  { /* on every thread (OpenMP's, as the layer calls; one without OpenMP) */
+    moe_parallel all = {NULL, NULL, 0};
+    if ((st = moe_pack_parallel(w, ex, buf, n, &all)) != MOE_OK) die_status(what, st, NULL);
+  }
   return buf;
 }
 

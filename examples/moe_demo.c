@@ -446,8 +446,9 @@ static moe_status pack_stack(const stack *s, moe_precision p, moe_experts *ex, v
   size_t n;
   w.precision = p; /* both INT4 precisions pack from one plain format */
   n = moe_pack_size(&w);
+  moe_parallel all = {NULL, NULL, 0}; /* OpenMP's threads, as the layer calls */
   *buf = kit_malloc(n);
-  return moe_pack(&w, ex, *buf, n);
+  return moe_pack_parallel(&w, ex, *buf, n, &all);
 }
 
 /* Bytes one expert's kernels read: its packed panels (codes and scales) and its biases. */
