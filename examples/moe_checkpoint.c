@@ -2,6 +2,7 @@
  * moe_checkpoint.h, packed and run.
  *
  *   moe_checkpoint PATH --layer L [--x X.npy --out OUT.npy] [--threads T] [--precision P] [--m M]
+ *                  [--save-packed FILE | --packed FILE]
  *
  * PATH is a .safetensors file (config.json beside it), a directory with config.json and
  * model.safetensors or model.safetensors.index.json and its shards, or a .gguf file. The tool prints
@@ -22,6 +23,8 @@
 #define MOE_IMPLEMENTATION
 #define MOE_CHECKPOINT_IMPLEMENTATION
 #include "moe_checkpoint.h" /* includes moe.h */
+#define MOE_PACKFILE_IMPLEMENTATION
+#include "moe_packfile.h" /* --save-packed, --packed */
 #include "npy.h"
 
 #include <math.h>
@@ -40,6 +43,7 @@
 /* ---- options ------------------------------------------------------------------------------------ */
 typedef struct options {
   const char *path, *x_path, *out_path;
+  const char *save_packed, *packed; /* --save-packed PATH, --packed PATH */
   int64_t layer, threads, M;
   int precision; /* MOE_CKPT_AUTO or a moe_precision */
   int m_given;
@@ -48,6 +52,7 @@ typedef struct options {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: moe_checkpoint PATH --layer L [--x X.npy --out OUT.npy] [--threads T] [--precision P] [--m M]\n"
+          "                      [--save-packed FILE | --packed FILE]\n"
           "  PATH         a .safetensors file (config.json beside it), a directory with config.json and\n"
           "               model.safetensors or model.safetensors.index.json + shards, or a .gguf file\n"
           "  --layer      the MoE layer to load (0-based)\n"
@@ -58,6 +63,9 @@ static void usage(FILE *f) {
   for (int p = 0; p < MOE_PREC_COUNT; p++) fprintf(f, " %s", moe_precision_name((moe_precision)p));
   fprintf(f, "\n"
              "  --m          without --x: random tokens to run (default 1)\n"
+             "  --save-packed  write the layer's packed experts (and shared expert) to FILE (moe_packfile.h)\n"
+             "  --packed     map the layer's packed experts from FILE (written by --save-packed) instead of\n"
+             "               packing them; the router still comes from PATH\n"
              "Without --x the layer runs %d times on random tokens and a summary is printed.\n",
           WARMUP_RUNS + TIMED_RUNS);
 }
@@ -115,6 +123,7 @@ static int parse_options(int argc, char **argv, options *o) {
       continue;
     }
     if (!v && (strcmp(a, "--layer") == 0 || strcmp(a, "--x") == 0 || strcmp(a, "--out") == 0 ||
+               strcmp(a, "--save-packed") == 0 || strcmp(a, "--packed") == 0 ||
                strcmp(a, "--threads") == 0 || strcmp(a, "--precision") == 0 || strcmp(a, "--m") == 0)) {
       fprintf(stderr, "moe_checkpoint: %s needs a value\n", a);
       return -1;
@@ -122,6 +131,8 @@ static int parse_options(int argc, char **argv, options *o) {
     if (strcmp(a, "--layer") == 0) bad = parse_int(a, v, 0, INT64_MAX, &o->layer), have_layer = 1;
     else if (strcmp(a, "--x") == 0) o->x_path = v;
     else if (strcmp(a, "--out") == 0) o->out_path = v;
+    else if (strcmp(a, "--save-packed") == 0) o->save_packed = v;
+    else if (strcmp(a, "--packed") == 0) o->packed = v;
     else if (strcmp(a, "--threads") == 0) bad = parse_int(a, v, 1, 4096, &o->threads);
     else if (strcmp(a, "--precision") == 0) bad = parse_precision(v, &o->precision);
     else if (strcmp(a, "--m") == 0) bad = parse_int(a, v, 1, 1 << 20, &o->M), o->m_given = 1;
@@ -136,6 +147,7 @@ static int parse_options(int argc, char **argv, options *o) {
   else if (!have_layer) fprintf(stderr, "moe_checkpoint: --layer is required\n");
   else if (!o->x_path != !o->out_path) fprintf(stderr, "moe_checkpoint: --x and --out go together\n");
   else if (o->x_path && o->m_given) fprintf(stderr, "moe_checkpoint: --m is for random tokens; with --x, M is X's rows\n");
+  else if (o->save_packed && o->packed) fprintf(stderr, "moe_checkpoint: --save-packed and --packed exclude each other\n");
   else return 0;
   return -1;
 }
@@ -310,6 +322,52 @@ static void *pack_or_die(const char *what, const moe_weights *w, moe_experts *ex
   return buf;
 }
 
+/* The entry names of layer l in a packed file. */
+static void entry_names(int64_t l, char *ex_name, char *sh_name, size_t n) {
+  snprintf(ex_name, n, "layer.%lld.experts", (long long)l);
+  snprintf(sh_name, n, "layer.%lld.shared", (long long)l);
+}
+
+/* Writes layer l's packed experts (and shared expert) to path; exits with a message on failure. */
+static void save_packed(const char *path, int64_t l, const moe_experts *ex, const moe_experts *sh) {
+  char en[64], sn[64];
+  moe_packfile_error err;
+  moe_packfile_entry e[2];
+  double t0 = now_ms();
+  moe_status st;
+  entry_names(l, en, sn, sizeof en);
+  e[0].name = en, e[0].experts = ex, e[1].name = sn, e[1].experts = sh;
+  if ((st = moe_packfile_write(path, e, sh ? 2 : 1, &err)) != MOE_OK) die(path, err.msg);
+  printf("  packed experts written to %s in %.1f ms\n", path, now_ms() - t0);
+}
+
+/* Maps layer l's packed experts from path into *ex (and *sh), checked against the layer's shapes. */
+static moe_packfile *open_packed(const char *path, int64_t l, const moe_ckpt_layer *L, int has_shared, moe_experts *ex,
+                                 moe_experts *sh) {
+  char en[64], sn[64], msg[600];
+  moe_packfile_error err;
+  moe_packfile *pf;
+  const moe_experts *e, *s = NULL;
+  if (moe_packfile_open(path, &pf, &err) != MOE_OK) die(path, err.msg);
+  entry_names(l, en, sn, sizeof en);
+  e = moe_packfile_find(pf, en);
+  if (has_shared) s = moe_packfile_find(pf, sn);
+  if (!e || (has_shared && !s)) {
+    snprintf(msg, sizeof msg, "no %s in it (written with --save-packed for this layer?)", !e ? en : sn);
+    die(path, msg);
+  }
+  if (e->E != L->experts.E || e->N != L->experts.N || e->K != L->experts.K || e->precision != L->experts.precision ||
+      (s && (s->N != L->shared.N || s->K != L->shared.K || s->precision != L->shared.precision))) {
+    snprintf(msg, sizeof msg, "%s: E %lld N %lld K %lld %s, the checkpoint's layer is E %lld N %lld K %lld %s", en,
+             (long long)e->E, (long long)e->N, (long long)e->K, moe_precision_name(e->precision), (long long)L->experts.E,
+             (long long)L->experts.N, (long long)L->experts.K, moe_precision_name(L->experts.precision));
+    die(path, msg);
+  }
+  *ex = *e;
+  if (s) *sh = *s;
+  return pf;
+}
+
 /* ---- main --------------------------------------------------------------------------------------- */
 int main(int argc, char **argv) {
   options o;
@@ -317,6 +375,7 @@ int main(int argc, char **argv) {
   moe_ckpt_error err;
   moe_ckpt_layer L;
   moe_experts ex, sh;
+  moe_packfile *pf = NULL;
   moe_call c = MOE_ZERO_INIT;
   void *ex_buf, *sh_buf = NULL, *ws;
   float *x, *logits, *out;
@@ -353,9 +412,18 @@ int main(int argc, char **argv) {
 
   /* The layer keeps what packing does not copy (router weights, biases, the shared gate): it lives
    * until the end. */
-  ex_buf = pack_or_die("pack experts", &L.experts, &ex);
-  if (has_shared) sh_buf = pack_or_die("pack shared expert", &L.shared, &sh);
-  printf("  loaded and packed in %.1f ms\n", now_ms() - t0);
+  if (o.packed) {
+    double t1 = now_ms();
+    printf("  loaded in %.1f ms\n", t1 - t0);
+    pf = open_packed(o.packed, o.layer, &L, has_shared, &ex, &sh);
+    printf("  packed experts mapped from %s in %.1f ms\n", o.packed, now_ms() - t1);
+    ex_buf = NULL;
+  } else {
+    ex_buf = pack_or_die("pack experts", &L.experts, &ex);
+    if (has_shared) sh_buf = pack_or_die("pack shared expert", &L.shared, &sh);
+    printf("  loaded and packed in %.1f ms\n", now_ms() - t0);
+  }
+  if (o.save_packed) save_packed(o.save_packed, o.layer, &ex, has_shared ? &sh : NULL);
 
   K = L.experts.K, E = L.router.E;
   if (o.x_path) {
@@ -427,6 +495,7 @@ int main(int argc, char **argv) {
   if (o.x_path) npy_free(&X);
   else free(x);
   free(sh_buf), free(ex_buf);
+  moe_packfile_close(pf);
   moe_ckpt_layer_free(&L);
   moe_ckpt_close(ck);
   return 0;

@@ -46,21 +46,32 @@ enum { RD_BF16, RD_F16, RD_F32 }; /* dtype of the non-expert floats (router, bia
 
 /* Q8_0 weights: codes, f16 block scales and their values, in the plain row order [E][rows][cols]. */
 /* With a path to examples/moe_checkpoint (argv[1]), every AUTO layer also runs through the tool:
- * x written as .npy, the tool run on the checkpoint, its .npy output held to the same oracle. */
+ * x written as .npy, the tool run on the checkpoint, its .npy output held to the same oracle, and
+ * run again from the packed file the first run saved (the same bits). */
 static const char *g_tool;
 static char g_ckpt[768], g_dir[768];
 
+/* The tool's output also through a packed file: --save-packed on the first run, --packed on a
+ * second, whose output must be bitwise the first's (INFINITY when it is not). */
 static double tool_run(int l, const float *x, int64_t M, int64_t K, const double *ref) {
-  char xp[900], op[900], cmd[3000], msg[256];
-  npy_f32 o;
+  char xp[900], op[900], op2[900], pp[900], cmd[4000], msg[256];
+  npy_f32 o, o2;
   double e = INFINITY;
   snprintf(xp, sizeof xp, "%s/x.npy", g_dir), snprintf(op, sizeof op, "%s/out.npy", g_dir);
+  snprintf(op2, sizeof op2, "%s/out2.npy", g_dir), snprintf(pp, sizeof pp, "%s/layer.moepack", g_dir);
   if (npy_write_f32(xp, x, M, K, msg, sizeof msg) != 0) return e;
-  snprintf(cmd, sizeof cmd, "'%s' '%s' --layer %d --x '%s' --out '%s' > /dev/null", g_tool, g_ckpt, l, xp, op);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' --layer %d --x '%s' --out '%s' --save-packed '%s' > /dev/null", g_tool, g_ckpt, l,
+           xp, op, pp);
   if (system(cmd) != 0 || npy_read_f32(op, &o, msg, sizeof msg) != 0) return e;
-  if (o.rows == M && o.cols == K) e = orc_rel_err(MOE_F32, o.data, K, ref, M, K, NULL);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' --layer %d --x '%s' --out '%s' --packed '%s' > /dev/null", g_tool, g_ckpt, l, xp,
+           op2, pp);
+  if (system(cmd) == 0 && npy_read_f32(op2, &o2, msg, sizeof msg) == 0) {
+    if (o.rows == M && o.cols == K && o2.rows == M && o2.cols == K && !memcmp(o.data, o2.data, (size_t)(M * K) * 4))
+      e = orc_rel_err(MOE_F32, o.data, K, ref, M, K, NULL);
+    npy_free(&o2);
+  }
   npy_free(&o);
-  remove(xp), remove(op);
+  remove(xp), remove(op), remove(op2), remove(pp);
   return e;
 }
 

@@ -45,6 +45,11 @@ for cc in gcc clang; do
     try $cc -std=c99 '-DHEADER="moe_pthreadpool.h"' $flags "$src/tests/compile/each_header.c"
     try $cxx -x c++ -std=c++11 -DMOE_IMPLEMENTATION '-DHEADER="moe_pthreadpool.h"' $flags "$src/tests/compile/each_header.c"
   else echo "note: no pthreadpool.h: moe_pthreadpool.h not compiled"; fi
+  # the packed-experts files (POSIX mmap): declarations, then the implementation in C and C++
+  pf="-D_POSIX_C_SOURCE=200809L -DMOE_IMPLEMENTATION -DMOE_PACKFILE_IMPLEMENTATION"
+  try $cc -std=c99 '-DHEADER="moe_packfile.h"' $flags "$src/tests/compile/each_header.c"
+  try $cc -std=c99 $pf '-DHEADER="moe_packfile.h"' $flags "$src/tests/compile/each_header.c"
+  try $cxx -x c++ -std=c++11 $pf '-DHEADER="moe_packfile.h"' $flags "$src/tests/compile/each_header.c"
   for no in MOE_NO_BF16 MOE_NO_INT8 MOE_NO_FP8 MOE_NO_INT4 MOE_NO_MXFP4 MOE_NO_AVX512 MOE_NO_AMX MOE_NO_AVX2 \
             "MOE_NO_BF16 -DMOE_NO_FP8 -DMOE_NO_INT4 -DMOE_NO_MXFP4"; do
     try $cc -std=c99 -DMOE_IMPLEMENTATION -D$no '-DHEADER="moe.h"' $flags "$src/tests/compile/each_header.c"

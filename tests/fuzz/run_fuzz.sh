@@ -6,7 +6,7 @@
 # BUILD_DIR  where the binaries, the working corpora, logs and crash artifacts go
 #            (default: $TMPDIR/moe-fuzz, or /tmp/moe-fuzz)
 # RUNS       executions per target (default 20000; -runs=N of libFuzzer)
-# TARGET     any of safetensors index config gguf (default: all four, in that order)
+# TARGET     any of safetensors index config gguf packfile (default: all five, in that order)
 #
 # Each target runs over a fresh copy of tests/fuzz/corpus/fuzz_<target>/ (the repository's corpus is
 # never written), with -max_len=65536 -timeout=10 -rss_limit_mb=2048. One line per target: executions,
@@ -21,7 +21,7 @@ root=$(cd "$here/../.." && pwd)
 build=${1:-${TMPDIR:-/tmp}/moe-fuzz}
 runs=${2:-20000}
 if [ $# -ge 2 ]; then shift 2; elif [ $# -ge 1 ]; then shift 1; fi
-targets=${*:-safetensors index config gguf}
+targets=${*:-safetensors index config gguf packfile}
 
 case $runs in '' | *[!0-9]*) echo "run_fuzz.sh: RUNS must be a number, got '$runs'" >&2; exit 1 ;; esac
 mkdir -p "$build" || exit 1
