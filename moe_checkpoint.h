@@ -1243,6 +1243,19 @@ static float *moe__ck_matrix_f32(moe__ck_load *ld, const moe_ckpt_tensor *t, int
   return m;
 }
 
+/* The scale block rows of a layer of intermediate size N: the checkpoint's block_n, or, when gate and
+ * up would share a block (N not a multiple of it), gcd(block_n, N): each owns its blocks, exactly
+ * (moe_import_fp8_block_rows repeats a checkpoint scale over the blocks it covers). */
+static int32_t moe__ck_fp8_block_rows(const moe_ckpt_config *c, int64_t N) {
+  int64_t a = c->block_n, b = N;
+  if (c->block_n < 1 || N < 1) return c->block_n;
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return N % c->block_n == 0 ? c->block_n : (int32_t)a;
+}
+
 /* The plain arrays of a moe_weights of precision p, owned by the layer. */
 static moe_status moe__ck_alloc_weights(moe__ck_load *ld, moe_weights *w, moe_precision p, int64_t E, int64_t N, int64_t K) {
   const int64_t rows[2] = {2 * N, K}, cols[2] = {K, N};
@@ -1327,8 +1340,8 @@ static moe_status moe__ck_put(moe__ck_load *ld, moe_weights *w, int mat, int64_t
   switch (w->precision) {
   case MOE_PREC_FP8: {
     const int64_t nrb = (dst_rows + w->block_n - 1) / w->block_n, ncb = (cols + w->block_k - 1) / w->block_k;
-    st = moe_import_fp8_block(m->w->data, m->s->data, rows, cols, w->block_n, w->block_k, q + (size_t)(e * dst_rows * cols),
-                              scale + e * nrb * ncb, dst_rows, row0);
+    st = moe_import_fp8_block_rows(m->w->data, m->s->data, rows, cols, ld->c->cfg.block_n, w->block_k, w->block_n,
+                                   q + (size_t)(e * dst_rows * cols), scale + e * nrb * ncb, dst_rows, row0);
     break;
   }
   case MOE_PREC_INT4_W4A8: case MOE_PREC_INT4_W4A16: {
@@ -1608,7 +1621,7 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
     if (dt != MOE_CKPT_BF16 && dt != MOE_CKPT_F16 && dt != MOE_CKPT_F32) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "tensor %s: dtype %s", t->name, moe_ckpt_dtype_name(dt));
   }
   if ((st = moe__ck_precision(ld, dt, precision, &p)) != MOE_OK) return st;
-  L->experts.block_n = c->block_n, L->experts.block_k = c->block_k;
+  L->experts.block_n = moe__ck_fp8_block_rows(c, N), L->experts.block_k = c->block_k;
   L->experts.group = c->group == -1 ? (int32_t)K : c->group;
   if (c->group == -1 && K != N) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "group_size -1 (one group per row) with hidden %lld != intermediate %lld", (long long)K, (long long)N);
   L->experts.E = E, L->experts.N = N, L->experts.K = K;
@@ -1624,7 +1637,8 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
   if (c->shared_inter > 0) {
     moe_weights *s = &L->shared;
     snprintf(module, sizeof module, "%s.%s", prefix, c->arch == MOE_CKPT_DEEPSEEK_V3 ? "shared_experts" : "shared_expert");
-    s->block_n = c->block_n, s->block_k = c->block_k, s->group = L->experts.group, s->E = 1, s->N = c->shared_inter, s->K = K;
+    s->block_n = moe__ck_fp8_block_rows(c, c->shared_inter), s->block_k = c->block_k, s->group = L->experts.group, s->E = 1;
+    s->N = c->shared_inter, s->K = K;
     if ((st = moe__ck_hf_mlp(ld, s, 0, module, dt, 1)) != MOE_OK || (st = moe__ck_alloc_weights(ld, s, p, 1, c->shared_inter, K)) != MOE_OK ||
         (st = moe__ck_hf_mlp(ld, s, 0, module, dt, 0)) != MOE_OK)
       return st;

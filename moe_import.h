@@ -49,7 +49,8 @@
  * Not representable, MOE_ERR_UNSUPPORTED:
  *   - fp8: a matrix whose rows share a scale block with another matrix of the destination (row0 not
  *     a multiple of block_n, or rows not a multiple of block_n unless it ends the destination). With
- *     DeepSeek's 128 x 128 blocks, gate and up land in one W13 when N is a multiple of 128.
+ *     DeepSeek's 128 x 128 blocks, gate and up land in one W13 when N is a multiple of 128; else
+ *     moe_import_fp8_block_rows re-blocks the scales to gcd(128, N) rows, exactly.
  *   - AWQ/GPTQ: group not a multiple of 32 (the packed int4 layout's granule); GPTQ bits other than 4.
  *   - GPTQ act-order (desc_act): a g_idx other than g_idx[i] = i / group. The plain layout scales
  *     contiguous runs of columns; a permuted g_idx would need the input features permuted too, and
@@ -86,6 +87,17 @@ extern "C" {
 MOE_API moe_status moe_import_fp8_block(const void *weight, const void *weight_scale_inv, int64_t rows, int64_t cols,
                                         int32_t block_n, int32_t block_k, uint8_t *q, float *scale, int64_t dst_rows,
                                         int64_t row0);
+/* The same with the destination's scale blocks dst_block_n rows tall (a divisor of block_n): each
+ * checkpoint scale is repeated over the destination blocks its block holds. For matrices whose
+ * rows are not a multiple of block_n that share one destination, as gate and up in W13 when the
+ * intermediate size N is not (DeepSeek-style 128 x 128 blocks, N = 192: each owns a partial last
+ * block): dst_block_n = gcd(block_n, N) puts each in blocks of its own, exactly. Set
+ * moe_weights.block_n to dst_block_n. MOE_ERR_DESCRIPTOR: dst_block_n < 1 or not a divisor of
+ * block_n; MOE_ERR_UNSUPPORTED: row0 not a multiple of dst_block_n, or rows not one unless the
+ * matrix ends the destination. */
+MOE_API moe_status moe_import_fp8_block_rows(const void *weight, const void *weight_scale_inv, int64_t rows, int64_t cols,
+                                             int32_t block_n, int32_t block_k, int32_t dst_block_n, uint8_t *q, float *scale,
+                                             int64_t dst_rows, int64_t row0);
 
 /* AutoAWQ "GEMM" version (WQLinear_GEMM), 4 bits. qweight: int32 [cols][rows/8] (cols = in
  * features, rows = out features), each word holding 8 consecutive out features in AWQ's nibble
@@ -202,6 +214,28 @@ MOE_API moe_status moe_import_fp8_block(const void *weight, const void *weight_s
   /* same layout: the rows, and the block rows of scales (f32 bytes, little-endian like the host) */
   memcpy(q + row0 * cols, weight, (size_t)(rows * cols));
   memcpy(scale + (row0 / block_n) * ncb, weight_scale_inv, (size_t)(nrb * ncb) * sizeof(float));
+  return MOE_OK;
+}
+
+MOE_API moe_status moe_import_fp8_block_rows(const void *weight, const void *weight_scale_inv, int64_t rows, int64_t cols,
+                                             int32_t block_n, int32_t block_k, int32_t dst_block_n, uint8_t *q, float *scale,
+                                             int64_t dst_rows, int64_t row0) {
+  const uint8_t *s = (const uint8_t *)weight_scale_inv;
+  int64_t ncb, t;
+  if (!moe_precision_compiled(MOE_PREC_FP8)) return MOE_ERR_UNSUPPORTED;
+  if (!weight || !weight_scale_inv || !q || !scale) return MOE_ERR_NULL;
+  if (!moe__imp_rows_ok(rows, cols, dst_rows, row0)) return MOE_ERR_SHAPE;
+  if (block_n < 1 || block_k < 1 || dst_block_n < 1 || block_n % dst_block_n != 0) return MOE_ERR_DESCRIPTOR;
+  if (row0 % dst_block_n != 0 || (rows % dst_block_n != 0 && row0 + rows != dst_rows)) return MOE_ERR_UNSUPPORTED;
+  ncb = moe__cdiv(cols, block_k);
+  if (!moe__imp_mul(dst_rows, cols, &t) || !moe__imp_mul(moe__cdiv(dst_rows, dst_block_n), ncb, &t) ||
+      !moe__imp_mul(t, 4, &t) || !moe__imp_mul(moe__cdiv(rows, block_n), ncb, &t) || !moe__imp_mul(t, 4, &t))
+    return MOE_ERR_OVERFLOW;
+  memcpy(q + row0 * cols, weight, (size_t)(rows * cols));
+  /* destination block b (rows b * dst_block_n .. of this matrix) lies in checkpoint block b * dst / block_n */
+  for (int64_t b = 0; b < moe__cdiv(rows, dst_block_n); b++)
+    memcpy(scale + (row0 / dst_block_n + b) * ncb, s + (size_t)(b * dst_block_n / block_n * ncb) * sizeof(float),
+           (size_t)ncb * sizeof(float));
   return MOE_OK;
 }
 

@@ -148,6 +148,17 @@ static void q8_free(q8w *w) {
   memset(w, 0, sizeof *w);
 }
 
+/* The plain scale block rows of an fp8 layer of intermediate size N (what the loader makes of 128-row
+ * checkpoint blocks): 128, or gcd(128, N) when gate and up each own a partial last block. */
+static int64_t fp8_block_rows(int64_t N) {
+  int64_t a = 128, b = N;
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return N % 128 ? a : 128;
+}
+
 /* orc_plain_make's values, then what the file formats require of them */
 static void plain_fixup(orc_plain *p, const model *m, kit_rng *r) {
   const moe_weights *w = &p->w;
@@ -161,9 +172,15 @@ static void plain_fixup(orc_plain *p, const model *m, kit_rng *r) {
         if (m->fmt == F_GPTQ && !m->gptq_v2) p->z[mat][i] = (uint8_t)(1 + kit_randint(r, 15)); /* AutoGPTQ: 1..15 */
       }
     }
-    if (m->fmt == F_FP8) { /* weight_scale_inv: positive f32 */
-      int64_t n = w->E * cdiv(rows, 128) * cdiv(cols, 128);
-      for (int64_t i = 0; i < n; i++) p->s[mat][i] = fabsf(p->s[mat][i]);
+    if (m->fmt == F_FP8) { /* weight_scale_inv: positive f32; plain blocks of one 128-row checkpoint block share it */
+      const int64_t bn = w->block_n, PRB = cdiv(rows, bn), CB = cdiv(cols, 128);
+      for (int64_t i = 0; i < w->E * PRB * CB; i++) p->s[mat][i] = fabsf(p->s[mat][i]);
+      for (int64_t e = 0; e < w->E; e++)
+        for (int64_t b = 0; b < PRB; b++) {
+          const int64_t r = b * bn, half = !mat && r >= w->N ? w->N : 0; /* W13: gate and up are two matrices */
+          const int64_t b0 = (half + (r - half) / 128 * 128) / bn;     /* the first plain block of its checkpoint block */
+          for (int64_t c = 0; c < CB; c++) p->s[mat][(e * PRB + b) * CB + c] = p->s[mat][(e * PRB + b0) * CB + c];
+        }
     }
   }
   if (p->b13) { /* gpt-oss biases are bf16 in the checkpoint */
@@ -186,13 +203,14 @@ static void gen_model(model *m) {
       orc_spec s;
       memset(&s, 0, sizeof s);
       s.prec = plain_prec(m->fmt), s.E = m->E, s.N = m->N, s.K = m->K, s.bias = m->bias;
-      s.block_n = s.block_k = m->fmt == F_FP8 ? 128 : 0;
+      s.block_n = m->fmt == F_FP8 ? fp8_block_rows(m->N) : 0, s.block_k = m->fmt == F_FP8 ? 128 : 0;
       s.group = is_int4(m->fmt) ? m->group : 0;
       s.seed = m->seed * 1000 + (uint64_t)l;
       orc_plain_make(&L->ex, &s);
       plain_fixup(&L->ex, m, &r);
       if (m->Nsh) {
         s.E = 1, s.N = m->Nsh, s.bias = 0, s.seed += 500;
+        if (m->fmt == F_FP8) s.block_n = fp8_block_rows(m->Nsh);
         orc_plain_make(&L->sh, &s);
         plain_fixup(&L->sh, m, &r);
       }
@@ -287,14 +305,14 @@ static void st_linear(cw_st *s, int shard, const model *m, const char *base, con
     cw_st_add2(s, shard, name, m->fmt == F_BF16 ? CW_ST_BF16 : CW_ST_F16, rows, cols,
                (const uint16_t *)p->q[R.pm] + first * cols);
   } else if (m->fmt == F_FP8) { /* DeepSeek-V3: e4m3 weight, f32 weight_scale_inv [ceil(rows/128), ceil(cols/128)] */
-    const int64_t CB = cdiv(cols, 128), RB = cdiv(rows, 128), PRB = cdiv(R.prow, 128);
+    const int64_t bn = w->block_n, CB = cdiv(cols, 128), RB = cdiv(rows, 128), PRB = cdiv(R.prow, bn);
     float *si = (float *)test_malloc(sizeof(float) * (size_t)(RB * CB));
-    if (R.row0 % 128) {
-      fprintf(stderr, "fp8 test data: a gate/up of %lld rows does not start on a 128-row block\n", (long long)rows);
+    if (R.row0 % bn || 128 % bn) {
+      fprintf(stderr, "fp8 test data: a gate/up of %lld rows does not start on a %lld-row block\n", (long long)rows, (long long)bn);
       exit(2);
     }
-    for (int64_t b = 0; b < RB; b++)
-      for (int64_t c = 0; c < CB; c++) si[b * CB + c] = p->s[R.pm][(e * PRB + R.row0 / 128 + b) * CB + c];
+    for (int64_t b = 0; b < RB; b++) /* checkpoint block b: the plain's block holding its first row */
+      for (int64_t c = 0; c < CB; c++) si[b * CB + c] = p->s[R.pm][(e * PRB + (R.row0 + b * 128) / bn) * CB + c];
     snprintf(name, sizeof name, "%s.weight", base);
     cw_st_add2(s, shard, name, CW_ST_F8_E4M3, rows, cols, (const uint8_t *)p->q[R.pm] + first * cols);
     snprintf(name, sizeof name, "%s.weight_scale_inv", base);
@@ -1456,6 +1474,8 @@ int main(int argc, char **argv) {
     m = base_model("qwen3_moe f16", MOE_CKPT_QWEN3_MOE, F_F16, 0, 4, 32, 64, 2, 4);
     run_model(&m, 1, NULL, 0, 0, MOE_CKPT_AUTO);
     m = deepseek_model("deepseek_v3 fp8", F_FP8, 0, 128, 160, 5); /* K 160: a partial 128-column block */
+    run_model(&m, 1, NULL, 0, 0, MOE_CKPT_AUTO);
+    m = deepseek_model("deepseek_v3 fp8 N 192", F_FP8, 0, 192, 160, 15); /* gate and up each own a partial block */
     run_model(&m, 1, NULL, 0, 0, MOE_CKPT_AUTO);
     m = base_model("gpt_oss mxfp4", MOE_CKPT_GPT_OSS, F_MXFP4, 0, 4, 64, 64, 2, 6);
     m.bias = 1;

@@ -450,6 +450,33 @@ static void test_fp8(void) {
     }
     fp8_free(&m);
   }
+  { /* re-blocked scales: gate and up of N = 192 with 128-row blocks into a W13 of 64-row blocks */
+    const int64_t N = 192, cols = 160, dnrb = cdiv(2 * N, 64), ncb = cdiv(cols, 128);
+    uint8_t *q = poisoned((size_t)(2 * N * cols));
+    float *s = (float *)(void *)poisoned(4 * (size_t)(dnrb * ncb));
+    int64_t bad_v = 0;
+    fp8_mat g, u;
+    kit_rng r = kit_rng_stream(43, 0);
+    fp8_known(&g, N, cols, 128, 128, 0.1, &r), fp8_known(&u, N, cols, 128, 128, 0.1, &r);
+    CHECK(moe_import_fp8_block(g.weight, g.wsi, N, cols, 128, 128, q, s, 2 * N, 0) == MOE_ERR_UNSUPPORTED,
+          "gate of N 192 into 128-row blocks: a block shared with up");
+    CHECK(moe_import_fp8_block_rows(g.weight, g.wsi, N, cols, 128, 128, 64, q, s, 2 * N, 0) == MOE_OK &&
+              moe_import_fp8_block_rows(u.weight, u.wsi, N, cols, 128, 128, 64, q, s, 2 * N, N) == MOE_OK,
+          "re-blocked gate and up");
+    for (int64_t d = 0; d < 2 * N; d++) /* every value as weight_dequant gives it, read with 64-row blocks */
+      for (int64_t c = 0; c < cols; c++) {
+        const fp8_mat *m = d < N ? &g : &u;
+        double v = (double)moe_e4m3_to_f32(q[d * cols + c]) * (double)s[(d / 64) * ncb + c / 128];
+        bad_v += !(v == m->deq[(d % N) * cols + c]);
+      }
+    CHECK(!bad_v, "re-blocked: %lld values differ from weight_dequant", (long long)bad_v);
+    CHECK(moe_import_fp8_block_rows(g.weight, g.wsi, N, cols, 128, 128, 48, q, s, 2 * N, 0) == MOE_ERR_DESCRIPTOR,
+          "a destination block that does not divide the checkpoint's");
+    CHECK(moe_import_fp8_block_rows(u.weight, u.wsi, N, cols, 128, 128, 64, q, s, 2 * N + 32, N + 32) == MOE_ERR_UNSUPPORTED,
+          "row0 off the destination blocks");
+    printf("fp8 N 192 gate/up re-blocked to 64-row blocks: %s\n", bad_v ? "FAIL" : "imported");
+    fp8_free(&g), fp8_free(&u), free(q), free(s);
+  }
 }
 
 /* ==== mxfp4: gpt-oss ================================================================================== */
