@@ -44,6 +44,7 @@
 typedef struct options {
   const char *path, *x_path, *out_path;
   const char *save_packed, *packed; /* --save-packed PATH, --packed PATH */
+  int all_layers;                   /* --all-layers: every MoE layer, time per phase */
   int64_t layer, threads, M;
   int precision; /* MOE_CKPT_AUTO or a moe_precision */
   int m_given;
@@ -53,6 +54,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: moe_checkpoint PATH --layer L [--x X.npy --out OUT.npy] [--threads T] [--precision P] [--m M]\n"
           "                      [--save-packed FILE | --packed FILE]\n"
+          "       moe_checkpoint PATH --all-layers [--save-packed FILE | --packed FILE] [--threads T] [--precision P]\n"
           "  PATH         a .safetensors file (config.json beside it), a directory with config.json and\n"
           "               model.safetensors or model.safetensors.index.json + shards, or a .gguf file\n"
           "  --layer      the MoE layer to load (0-based)\n"
@@ -66,6 +68,8 @@ static void usage(FILE *f) {
              "  --save-packed  write the layer's packed experts (and shared expert) to FILE (moe_packfile.h)\n"
              "  --packed     map the layer's packed experts from FILE (written by --save-packed) instead of\n"
              "               packing them; the router still comes from PATH\n"
+             "  --all-layers  load every MoE layer (pack it, or map it with --packed; --save-packed writes\n"
+             "               them all) and print the time of each phase and in total, then one layer call\n"
              "Without --x the layer runs %d times on random tokens and a summary is printed.\n",
           WARMUP_RUNS + TIMED_RUNS);
 }
@@ -110,6 +114,10 @@ static int parse_options(int argc, char **argv, options *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
+    if (strcmp(a, "--all-layers") == 0) { /* the one option without a value */
+      o->all_layers = 1;
+      continue;
+    }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       exit(0);
@@ -144,7 +152,9 @@ static int parse_options(int argc, char **argv, options *o) {
     i++; /* every option takes a value */
   }
   if (!o->path) fprintf(stderr, "moe_checkpoint: no checkpoint PATH\n");
-  else if (!have_layer) fprintf(stderr, "moe_checkpoint: --layer is required\n");
+  else if (!have_layer && !o->all_layers) fprintf(stderr, "moe_checkpoint: --layer (or --all-layers) is required\n");
+  else if (have_layer && o->all_layers) fprintf(stderr, "moe_checkpoint: --layer and --all-layers exclude each other\n");
+  else if (o->all_layers && (o->x_path || o->m_given)) fprintf(stderr, "moe_checkpoint: --all-layers runs one random token\n");
   else if (!o->x_path != !o->out_path) fprintf(stderr, "moe_checkpoint: --x and --out go together\n");
   else if (o->x_path && o->m_given) fprintf(stderr, "moe_checkpoint: --m is for random tokens; with --x, M is X's rows\n");
   else if (o->save_packed && o->packed) fprintf(stderr, "moe_checkpoint: --save-packed and --packed exclude each other\n");
@@ -341,14 +351,11 @@ static void save_packed(const char *path, int64_t l, const moe_experts *ex, cons
   printf("  packed experts written to %s in %.1f ms\n", path, now_ms() - t0);
 }
 
-/* Maps layer l's packed experts from path into *ex (and *sh), checked against the layer's shapes. */
-static moe_packfile *open_packed(const char *path, int64_t l, const moe_ckpt_layer *L, int has_shared, moe_experts *ex,
-                                 moe_experts *sh) {
+/* Layer l's packed experts from an open packed file into *ex (and *sh), checked against the layer. */
+static void pf_layer(const moe_packfile *pf, const char *path, int64_t l, const moe_ckpt_layer *L, int has_shared,
+                     moe_experts *ex, moe_experts *sh) {
   char en[64], sn[64], msg[600];
-  moe_packfile_error err;
-  moe_packfile *pf;
   const moe_experts *e, *s = NULL;
-  if (moe_packfile_open(path, &pf, &err) != MOE_OK) die(path, err.msg);
   entry_names(l, en, sn, sizeof en);
   e = moe_packfile_find(pf, en);
   if (has_shared) s = moe_packfile_find(pf, sn);
@@ -365,7 +372,108 @@ static moe_packfile *open_packed(const char *path, int64_t l, const moe_ckpt_lay
   }
   *ex = *e;
   if (s) *sh = *s;
+}
+
+/* Maps path and takes layer l's packed experts from it (pf_layer). */
+static moe_packfile *open_packed(const char *path, int64_t l, const moe_ckpt_layer *L, int has_shared, moe_experts *ex,
+                                 moe_experts *sh) {
+  moe_packfile_error err;
+  moe_packfile *pf;
+  if (moe_packfile_open(path, &pf, &err) != MOE_OK) die(path, err.msg);
+  pf_layer(pf, path, l, L, has_shared, ex, sh);
   return pf;
+}
+
+/* --all-layers: every MoE layer loaded (read and imported), then packed, or mapped from a packed
+ * file; with --save-packed all written to one file. Prints each phase's time and the total, then
+ * the time of one call of the first MoE layer on one random token (after --packed: straight from
+ * the mapping, its pages faulted in by that call). */
+static int all_layers(const options *o, moe_ckpt *ck) {
+  const moe_ckpt_config *cfg = moe_ckpt_config_of(ck);
+  const int64_t n = cfg->n_layers > 0 ? cfg->n_layers : 1;
+  moe_ckpt_layer *L = (moe_ckpt_layer *)calloc((size_t)n, sizeof *L);
+  moe_experts *ex = (moe_experts *)calloc((size_t)(2 * n), sizeof *ex);
+  void **bufs = (void **)calloc((size_t)(2 * n), sizeof *bufs);
+  char (*names)[64] = (char (*)[64])calloc((size_t)(2 * n), 64);
+  moe_packfile_entry *ent = (moe_packfile_entry *)calloc((size_t)(2 * n), sizeof *ent);
+  moe_packfile *pf = NULL;
+  moe_ckpt_error err;
+  double t_load = 0, t_pack = 0, t_map = 0, t_write = 0, t0 = now_ms(), t;
+  int64_t first = -1, layers = 0;
+  int n_ent = 0;
+  if (!L || !ex || !bufs || !names || !ent) die("--all-layers", "out of memory");
+  if (o->packed) {
+    moe_packfile_error perr;
+    t = now_ms();
+    if (moe_packfile_open(o->packed, &pf, &perr) != MOE_OK) die(o->packed, perr.msg);
+    t_map += now_ms() - t;
+  }
+  for (int64_t l = 0; l < cfg->n_layers; l++) {
+    moe_status st;
+    int shared;
+    memset(&err, 0, sizeof err);
+    t = now_ms();
+    st = moe_ckpt_load_layer(ck, l, o->precision, &L[l], &err);
+    t_load += now_ms() - t;
+    if (st == MOE_ERR_EXPERT_ID) continue; /* a dense layer */
+    if (st != MOE_OK) {
+      char what[64];
+      snprintf(what, sizeof what, "layer %lld", (long long)l);
+      die_status(what, st, &err);
+    }
+    layers++, first = first < 0 ? l : first, shared = L[l].shared.E == 1;
+    t = now_ms();
+    if (pf) {
+      pf_layer(pf, o->packed, l, &L[l], shared, &ex[2 * l], &ex[2 * l + 1]);
+      t_map += now_ms() - t;
+      continue;
+    }
+    bufs[2 * l] = pack_or_die("pack experts", &L[l].experts, &ex[2 * l]);
+    if (shared) bufs[2 * l + 1] = pack_or_die("pack shared expert", &L[l].shared, &ex[2 * l + 1]);
+    t_pack += now_ms() - t;
+    entry_names(l, names[2 * l], names[2 * l + 1], 64);
+    ent[n_ent].name = names[2 * l], ent[n_ent++].experts = &ex[2 * l];
+    if (shared) ent[n_ent].name = names[2 * l + 1], ent[n_ent++].experts = &ex[2 * l + 1];
+  }
+  if (first < 0) die(o->path, "no MoE layer");
+  if (o->save_packed) {
+    moe_packfile_error perr;
+    t = now_ms();
+    if (moe_packfile_write(o->save_packed, ent, n_ent, &perr) != MOE_OK) die(o->save_packed, perr.msg);
+    t_write = now_ms() - t;
+  }
+  printf("\nall layers: %lld MoE layers of %lld, %s\n", (long long)layers, (long long)cfg->n_layers,
+         moe_precision_name(L[first].experts.precision));
+  printf("  read and import %.1f ms, %s %.1f ms", t_load, pf ? "map packed" : "pack", pf ? t_map : t_pack);
+  if (o->save_packed) printf(", write %s %.1f ms", o->save_packed, t_write);
+  printf("\n  total %.1f ms\n", now_ms() - t0);
+  { /* one call of the first MoE layer on one random token */
+    const moe_ckpt_layer *F = &L[first];
+    const int64_t K = F->experts.K;
+    float *x = (float *)alloc_array("tokens", 1, K, sizeof(float)), *out = (float *)alloc_array("output", 1, K, sizeof(float));
+    float *logits = (float *)alloc_array("router logits", 1, F->router.E, sizeof(float));
+    moe_call c = MOE_ZERO_INIT;
+    size_t ws_size = 0;
+    void *ws;
+    moe_status st;
+    random_tokens(x, 1, K);
+    c.x = x, c.out = out, c.dtype = MOE_F32, c.M = 1, c.topk = F->router.topk;
+    c.act = F->act, c.alpha = F->alpha, c.limit = F->limit;
+    if (F->shared.E == 1) c.shared = &ex[2 * first + 1], c.shared_gate = F->shared_gate;
+    if ((st = moe_forward_workspace_size(&ex[2 * first], &F->router, &c, &ws_size)) != MOE_OK) die_status("workspace", st, NULL);
+    if (!(ws = malloc(ws_size ? ws_size : 1))) die("workspace", "out of memory");
+    t = now_ms();
+    moe_ckpt_router_logits(F, x, 1, logits);
+    if ((st = moe_forward(&ex[2 * first], &F->router, logits, MOE_F32, &c, ws, ws_size, NULL)) != MOE_OK)
+      die_status("moe_forward", st, NULL);
+    printf("  first call of layer %lld (M 1%s): %.3f ms\n", (long long)first, pf ? ", from the mapping" : "", now_ms() - t);
+    free(x), free(out), free(logits), free(ws);
+  }
+  for (int64_t i = 0; i < 2 * n; i++) free(bufs[i]);
+  for (int64_t l = 0; l < cfg->n_layers; l++) moe_ckpt_layer_free(&L[l]);
+  moe_packfile_close(pf);
+  free(L), free(ex), free(bufs), free(names), free(ent);
+  return 0;
 }
 
 /* ---- main --------------------------------------------------------------------------------------- */
@@ -400,6 +508,11 @@ int main(int argc, char **argv) {
     die_status(what, st, &err);
   }
   print_config(o.path, moe_ckpt_config_of(ck));
+  if (o.all_layers) {
+    int rc = all_layers(&o, ck);
+    moe_ckpt_close(ck);
+    return rc;
+  }
 
   memset(&err, 0, sizeof err);
   memset(&L, 0, sizeof L);

@@ -75,6 +75,20 @@ static double tool_run(int l, const float *x, int64_t M, int64_t K, const double
   return e;
 }
 
+/* The tool over every MoE layer: packing them all into a packed file, then mapping them from it. */
+static int tool_all_layers(void) {
+  char pp[900], cmd[6000];
+  int rc;
+  snprintf(pp, sizeof pp, "%s/all.moepack", g_dir);
+  snprintf(cmd, sizeof cmd,
+           "'%s' '%s' --all-layers --save-packed '%s' | grep -E '^  (read|total|first)' && "
+           "'%s' '%s' --all-layers --packed '%s' | grep -E '^  (read|total|first)'",
+           g_tool, g_ckpt, pp, g_tool, g_ckpt, pp);
+  rc = system(cmd);
+  remove(pp);
+  return rc;
+}
+
 typedef struct q8w {
   int64_t E, N, K;
   int8_t *q[2];
@@ -1259,6 +1273,7 @@ static void run_model(model *m, int n_shards, const char *open_file, uint32_t gg
     expect_layer_fail(m->name, ck, -1, MOE_OK, NULL);
     if (m->first_dense) expect_layer_fail(m->name, ck, 0, MOE_ERR_EXPERT_ID, NULL);
     moe_ckpt_close(ck);
+    if (g_tool) CHECK(tool_all_layers() == 0, "%s: moe_checkpoint --all-layers (packing, then from the packed file)", m->name);
   }
   cw_dir_remove(&d);
   free_model(m);
