@@ -680,6 +680,9 @@ Tensor convert_weight_packed(const Tensor &weight) {
   TORCH_CHECK(weight.dim() == 2 || weight.dim() == 3,
               "moeh: convert_weight_packed: weight must be 3-D [E, rows, cols] (experts) or 2-D (a shared expert), got ",
               weight.sizes());
+  TORCH_CHECK(type != at::kInt, "moeh: convert_weight_packed: weight is int32: AWQ/GPTQ qweight words (and SGLang's "
+              "convert_weight_packed_scale_zp layout) are not taken; convert them to moe.h's plain int4 codes (uint8, two "
+              "per byte along K) with moeh.import_awq / moeh.import_gptq (moe_import.h) first");
   TORCH_CHECK(type == at::kBFloat16 || type == at::kHalf || type == at::kChar || type == at::kByte,
               "moeh: convert_weight_packed: weight must be bfloat16, float16, int8 or uint8 (fp8 e4m3 bytes, int4 "
               "and MXFP4 codes), got ", type);

@@ -212,6 +212,8 @@ def test_one_tensor_prepack_errors():
     w = torch.randn(2, 64, 32).bfloat16()
     with pytest.raises(RuntimeError, match="weight must be bfloat16, float16, int8 or uint8"):
         kernel.convert_weight_packed(w.float())
+    with pytest.raises(RuntimeError, match="AWQ/GPTQ qweight words .* are not taken"):  # a documented deviation
+        kernel.convert_weight_packed(torch.zeros(2, 32, 8, dtype=torch.int32))
     with pytest.raises(RuntimeError, match="weight must be 3-D"):
         kernel.convert_weight_packed(w[0, 0])
     x = torch.randn(3, 32).bfloat16()
