@@ -168,6 +168,12 @@ typedef struct moe_ckpt_layer {
 #define MOE_CKPT_AUTO (-1)
 MOE_API moe_status moe_ckpt_load_layer(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
                                        moe_ckpt_error *err);
+/* The same without importing the experts: the router, its biases, the shared expert's gate and the
+ * activation as moe_ckpt_load_layer gives them, and experts / shared described (E, N, K, precision,
+ * blocks; every tensor checked) with no weights (w13, w2 and biases NULL): for experts that come
+ * packed from a moe_packfile.h file. Reads the router's bytes only. */
+MOE_API moe_status moe_ckpt_load_router(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
+                                        moe_ckpt_error *err);
 MOE_API void moe_ckpt_layer_free(moe_ckpt_layer *l);
 /* logits [M, E] = x [M, K] (f32) . router_w^T + router_b, in f32 (double sums). */
 MOE_API void moe_ckpt_router_logits(const moe_ckpt_layer *l, const float *x, int64_t M, float *logits);
@@ -1154,6 +1160,7 @@ typedef struct moe__ck_load {
   moe_ckpt_error *err;
   int n_owned;
   int64_t layer;
+  int no_weights; /* moe_ckpt_load_router: experts described, their tensors checked, nothing imported */
 } moe__ck_load;
 
 static void *moe__ck_own(moe__ck_load *ld, size_t n, size_t size) {
@@ -1259,6 +1266,10 @@ static int32_t moe__ck_fp8_block_rows(const moe_ckpt_config *c, int64_t N) {
 /* The plain arrays of a moe_weights of precision p, owned by the layer. */
 static moe_status moe__ck_alloc_weights(moe__ck_load *ld, moe_weights *w, moe_precision p, int64_t E, int64_t N, int64_t K) {
   const int64_t rows[2] = {2 * N, K}, cols[2] = {K, N};
+  if (ld->no_weights) {
+    w->E = E, w->N = N, w->K = K, w->precision = p;
+    return MOE_OK;
+  }
   for (int m = 0; m < 2; m++) {
     const int64_t r = E * rows[m], cl = cols[m];
     void *q = NULL, *scale = NULL, *extra = NULL;
@@ -1332,6 +1343,7 @@ static void moe__ck_gguf_nibbles(const uint8_t *blk, int qs_at, uint8_t *dst_row
 
 /* Fills rows [row0, row0 + m->rows) of expert e of matrix `mat` (0: W13, 1: W2) of w. */
 static moe_status moe__ck_put(moe__ck_load *ld, moe_weights *w, int mat, int64_t e, int64_t row0, const moe__ck_mat *m) {
+  if (ld->no_weights) return MOE_OK;
   const int64_t dst_rows = mat ? w->K : 2 * w->N, cols = m->cols, rows = m->rows;
   uint8_t *q = (uint8_t *)(mat ? w->w2 : w->w13);
   float *scale = (float *)(mat ? w->w2_scale : w->w13_scale);
@@ -1549,7 +1561,9 @@ static int moe__ck_is_moe_layer(const moe_ckpt_config *c, int64_t layer) {
 /* The biases of gpt-oss: b13 [E, 2N] (gate rows, then up rows) and b2 [E, K]. */
 static moe_status moe__ck_biases(moe__ck_load *ld, moe_weights *w, const moe_ckpt_tensor *b_gate, const moe_ckpt_tensor *b_up,
                                  const moe_ckpt_tensor *b_down) {
-  float *b13 = (float *)moe__ck_own(ld, (size_t)(w->E * 2 * w->N), sizeof(float)), *b2 = (float *)moe__ck_own(ld, (size_t)(w->E * w->K), sizeof(float));
+  float *b13, *b2;
+  if (ld->no_weights) return MOE_OK; /* the packed experts hold their biases */
+  b13 = (float *)moe__ck_own(ld, (size_t)(w->E * 2 * w->N), sizeof(float)), b2 = (float *)moe__ck_own(ld, (size_t)(w->E * w->K), sizeof(float));
   const int interleaved = b_up == NULL; /* HF: one gate_up_proj_bias [E, 2N], gate/up interleaved */
   if (!b13 || !b2) return moe__ck_fail(ld->err, MOE_ERR_OVERFLOW, "out of memory");
   if (!moe__ck_check(ld, b_gate, (MOE__CK_T(MOE_CKPT_F32) | MOE__CK_T(MOE_CKPT_F16) | MOE__CK_T(MOE_CKPT_BF16)), 2, w->E, interleaved ? 2 * w->N : w->N, 0, 0) ||
@@ -1714,7 +1728,8 @@ MOE_API void moe_ckpt_layer_free(moe_ckpt_layer *l) {
   memset(l, 0, sizeof *l);
 }
 
-MOE_API moe_status moe_ckpt_load_layer(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out, moe_ckpt_error *err) {
+static moe_status moe__ck_load_layer(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
+                                     moe_ckpt_error *err, int no_weights) {
   moe__ck_load ld;
   const moe_ckpt_config *cf;
   moe_router *r;
@@ -1726,7 +1741,7 @@ MOE_API moe_status moe_ckpt_load_layer(const moe_ckpt *c, int64_t layer, int pre
   if (layer < 0 || layer >= cf->n_layers) return moe__ck_fail(err, MOE_ERR_EXPERT_ID, "layer %lld: the model has %lld layers", (long long)layer, (long long)cf->n_layers);
   if (!moe__ck_is_moe_layer(cf, layer))
     return moe__ck_fail(err, MOE_ERR_EXPERT_ID, "layer %lld is a dense layer (first MoE layer %lld, every %lld)", (long long)layer, (long long)cf->first_dense, (long long)cf->moe_every);
-  ld.c = c, ld.L = out, ld.err = err, ld.n_owned = 0, ld.layer = layer;
+  ld.c = c, ld.L = out, ld.err = err, ld.n_owned = 0, ld.layer = layer, ld.no_weights = no_weights;
   st = c->gguf ? moe__ck_layer_gguf(&ld, precision) : moe__ck_layer_hf(&ld, precision);
   if (st == MOE_OK && cf->sigmoid && !out->correction_bias && !(out->correction_bias = (float *)moe__ck_own(&ld, (size_t)cf->n_experts, sizeof(float))))
     st = moe__ck_fail(err, MOE_ERR_OVERFLOW, "out of memory");
@@ -1742,6 +1757,14 @@ MOE_API moe_status moe_ckpt_load_layer(const moe_ckpt *c, int64_t layer, int pre
   r->correction_bias = cf->sigmoid ? out->correction_bias : NULL;
   if (cf->arch == MOE_CKPT_GPT_OSS) out->act = MOE_ACT_SWIGLU_OAI, out->alpha = cf->swiglu_alpha, out->limit = cf->swiglu_limit;
   return MOE_OK;
+}
+
+MOE_API moe_status moe_ckpt_load_layer(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out, moe_ckpt_error *err) {
+  return moe__ck_load_layer(c, layer, precision, out, err, 0);
+}
+MOE_API moe_status moe_ckpt_load_router(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
+                                        moe_ckpt_error *err) {
+  return moe__ck_load_layer(c, layer, precision, out, err, 1);
 }
 
 MOE_API void moe_ckpt_router_logits(const moe_ckpt_layer *l, const float *x, int64_t M, float *logits) {

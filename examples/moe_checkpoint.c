@@ -67,7 +67,7 @@ static void usage(FILE *f) {
              "  --m          without --x: random tokens to run (default 1)\n"
              "  --save-packed  write the layer's packed experts (and shared expert) to FILE (moe_packfile.h)\n"
              "  --packed     map the layer's packed experts from FILE (written by --save-packed) instead of\n"
-             "               packing them; the router still comes from PATH\n"
+             "               importing and packing them; the router still comes from PATH\n"
              "  --all-layers  load every MoE layer (pack it, or map it with --packed; --save-packed writes\n"
              "               them all) and print the time of each phase and in total, then one layer call\n"
              "Without --x the layer runs %d times on random tokens and a summary is printed.\n",
@@ -384,8 +384,8 @@ static moe_packfile *open_packed(const char *path, int64_t l, const moe_ckpt_lay
   return pf;
 }
 
-/* --all-layers: every MoE layer loaded (read and imported), then packed, or mapped from a packed
- * file; with --save-packed all written to one file. Prints each phase's time and the total, then
+/* --all-layers: every MoE layer loaded (read and imported) and packed, or its router read and its
+ * experts mapped from a packed file; with --save-packed all written to one file. Prints each phase's time and the total, then
  * the time of one call of the first MoE layer on one random token (after --packed: straight from
  * the mapping, its pages faulted in by that call). */
 static int all_layers(const options *o, moe_ckpt *ck) {
@@ -413,7 +413,7 @@ static int all_layers(const options *o, moe_ckpt *ck) {
     int shared;
     memset(&err, 0, sizeof err);
     t = now_ms();
-    st = moe_ckpt_load_layer(ck, l, o->precision, &L[l], &err);
+    st = pf ? moe_ckpt_load_router(ck, l, o->precision, &L[l], &err) : moe_ckpt_load_layer(ck, l, o->precision, &L[l], &err);
     t_load += now_ms() - t;
     if (st == MOE_ERR_EXPERT_ID) continue; /* a dense layer */
     if (st != MOE_OK) {
@@ -444,7 +444,8 @@ static int all_layers(const options *o, moe_ckpt *ck) {
   }
   printf("\nall layers: %lld MoE layers of %lld, %s\n", (long long)layers, (long long)cfg->n_layers,
          moe_precision_name(L[first].experts.precision));
-  printf("  read and import %.1f ms, %s %.1f ms", t_load, pf ? "map packed" : "pack", pf ? t_map : t_pack);
+  printf("  %s %.1f ms, %s %.1f ms", pf ? "read routers" : "read and import", t_load, pf ? "map packed" : "pack",
+         pf ? t_map : t_pack);
   if (o->save_packed) printf(", write %s %.1f ms", o->save_packed, t_write);
   printf("\n  total %.1f ms\n", now_ms() - t0);
   { /* one call of the first MoE layer on one random token */
@@ -516,7 +517,8 @@ int main(int argc, char **argv) {
 
   memset(&err, 0, sizeof err);
   memset(&L, 0, sizeof L);
-  if ((st = moe_ckpt_load_layer(ck, o.layer, o.precision, &L, &err)) != MOE_OK) {
+  st = o.packed ? moe_ckpt_load_router(ck, o.layer, o.precision, &L, &err) : moe_ckpt_load_layer(ck, o.layer, o.precision, &L, &err);
+  if (st != MOE_OK) {
     snprintf(what, sizeof what, "layer %lld", (long long)o.layer);
     die_status(what, st, &err);
   }
