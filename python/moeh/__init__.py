@@ -738,11 +738,12 @@ class Experts:
         int4:  w13_scale, w13_zero [E, 2N, ceil(K/group)]; w2_scale, w2_zero [E, K, ceil(N/group)]; group
         mxfp4: w13_scale (or w13_e8m0) uint8 [E, 2N, ceil(K/32)], w2_scale [E, K, ceil(N/32)]
         b13 [E, 2N], b2 [E, K]: optional f32 biases
+        threads: packing threads (moe_pack_parallel; None: OpenMP's default), the same bytes for any
 
     Calling it runs the layer (moe_fused_experts); see __call__."""
 
     def __init__(self, precision, w13, w2, *, w13_scale=None, w2_scale=None, w13_zero=None, w2_zero=None,
-                 w13_e8m0=None, w2_e8m0=None, b13=None, b2=None, block=None, group=None):
+                 w13_e8m0=None, w2_e8m0=None, b13=None, b2=None, block=None, group=None, threads=None):
         p = Precision.parse(precision)
         if p == Precision.MXFP4:
             if w13_e8m0 is not None:
@@ -835,7 +836,9 @@ class Experts:
             st = _L.moe_pack(ctypes.byref(w), ctypes.addressof(self._ex), _ptr(tiny), tiny.size)
             raise MoeError(st if st != 0 else Status.MOE_ERR_BUFFER, call="moe_pack")
         self._buf = np.empty(size, np.uint8)
-        _check(_L.moe_pack(ctypes.byref(w), ctypes.addressof(self._ex), _ptr(self._buf), size), "moe_pack")
+        par = _parallel(threads) or ctypes.byref(_lib.moe_parallel(None, None, 0))  # None: OpenMP's threads
+        _check(_L.moe_pack_parallel(ctypes.byref(w), ctypes.addressof(self._ex), _ptr(self._buf), size, par),
+               "moe_pack_parallel")
         self.precision, self.E, self.N, self.K = p, E, N, K
         self.block = (bn, bk) if p == Precision.FP8 else None
         self.group = g if p in (Precision.INT4_W4A8, Precision.INT4_W4A16) else None

@@ -173,6 +173,7 @@ _PROTOTYPES = {
     "moe_experts_size": (c_size_t, []),
     "moe_pack_size": (c_size_t, [POINTER(moe_weights)]),
     "moe_pack": (_status, [POINTER(moe_weights), _P, _P, c_size_t]),
+    "moe_pack_parallel": (_status, [POINTER(moe_weights), _P, _P, c_size_t, POINTER(moe_parallel)]),
     "moe_workspace_size": (_status, [_P, POINTER(moe_call), POINTER(c_size_t)]),
     "moe_fused_experts": (_status, [_P, POINTER(moe_call), _P, c_size_t, POINTER(moe_parallel)]),
     "moe_shared_expert": (_status, [_P, POINTER(moe_call), _P, _P, c_size_t, POINTER(moe_parallel)]),

@@ -915,3 +915,16 @@ def test_struct_layouts_match_the_headers():
         for f, _ in s._fields_:
             assert int(got[s.__name__ + "." + f]) == getattr(s, f).offset, s.__name__ + "." + f
     assert int(got["moe_experts"]) == moeh._L.moe_experts_size()
+
+
+def test_experts_pack_threads():
+    """Experts packs with moe_pack_parallel: 1, 3 and the default threads give the same layer bits."""
+    rng = np.random.default_rng(8)
+    E, N, K, M = 6, 40, 72, 9
+    q13, s13 = moeh.quantize_weight_int8(rng.standard_normal((E, 2 * N, K)).astype(np.float32))
+    q2, s2 = moeh.quantize_weight_int8(rng.standard_normal((E, K, N)).astype(np.float32))
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w, ids = moeh.route(rng.standard_normal((M, E)).astype(np.float32), topk=2, renormalize=True)
+    outs = [moeh.Experts("int8", q13, q2, w13_scale=s13, w2_scale=s2, threads=t)(x, w, ids) for t in (1, 3, None)]
+    assert np.all(np.isfinite(outs[0])) and np.abs(outs[0]).sum() > 0
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
