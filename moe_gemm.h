@@ -474,7 +474,7 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
   size_t at[MOE_NR][8];
   int32_t shift[MOE_NR][8], sum[MOE_NR];
   uint32_t pad[MOE_NR];
-  int blocks = bits == pbits && bits >= 8 && !f16;
+  int blocks = bits == pbits && bits >= 8; /* fp16: whole steps too, each half converted to bf16 */
   int64_t k0 = 0;
   memset(panel, 0, bytes);
   for (int32_t n = 0; n < nv; n++) {
@@ -484,7 +484,17 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
     for (int32_t j = 0; j < kr; j++) at[n][j] = moe__code_pos(p, n, j, &shift[n][j]);
     blocks = blocks && at[n][kr - 1] == at[n][0] + (size_t)((kr - 1) * bits / 8);
   }
-  if (blocks && kr * bits == 32) { /* bf16 pairs, int8 quads: one 4-byte word per column and step */
+  if (blocks && f16) { /* fp16 pairs: converted to bf16, one 4-byte word per column and step */
+    for (; k0 + kr <= m->cols; k0 += kr) {
+      uint8_t *dst = codes + (size_t)(k0 / kr) * line;
+      for (int32_t n = 0; n < nv; n++) {
+        uint16_t h[2];
+        memcpy(h, src[n] + 2 * (size_t)k0, 4);
+        h[0] = moe_f32_to_bf16(moe_f16_to_f32(h[0])), h[1] = moe_f32_to_bf16(moe_f16_to_f32(h[1]));
+        memcpy(dst + at[n][0], h, 4);
+      }
+    }
+  } else if (blocks && kr * bits == 32) { /* bf16 pairs, int8 quads: one 4-byte word per column and step */
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       for (int32_t n = 0; n < nv; n++) memcpy(dst + at[n][0], src[n] + (size_t)k0 * (size_t)(bits / 8), 4);

@@ -3,18 +3,8 @@
  * and order, bitwise, for every precision on shapes with tails (N, K not multiples of 32, of the
  * k step, of the FP8 blocks and INT4 groups), on poisoned buffers; bad input leaves them untouched. */
 #define MOE_IMPLEMENTATION
-#include "kit.h"
+#include "test_util.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                                   \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
-      failures++;                                                                                          \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-      fprintf(stderr, __VA_ARGS__);                                                                        \
-      fputc('\n', stderr);                                                                                 \
-    }                                                                                                      \
-  } while (0)
 
 #define POISON 0xA5
 
@@ -107,8 +97,8 @@ int main(void) {
     check_case(p, 1, 33, 130, 128, 64, 128, KIT_BIAS, 37 + i); /* one expert, a partial last group */
     cases += 3;
   }
-  if (failures) {
-    fprintf(stderr, "test_pack: %d failures\n", failures);
+  if (test_failures) {
+    fprintf(stderr, "test_pack: %d failures\n", test_failures);
     return 1;
   }
   printf("test_pack: ok (%d cases)\n", cases);

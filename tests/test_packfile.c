@@ -7,20 +7,10 @@
 #define MOE_IMPLEMENTATION
 #define MOE_PACKFILE_IMPLEMENTATION
 #include "moe_packfile.h"
-#include "kit.h"
+#include "test_util.h"
 
 #include <stdio.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                                   \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
-      failures++;                                                                                          \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-      fprintf(stderr, __VA_ARGS__);                                                                        \
-      fputc('\n', stderr);                                                                                 \
-    }                                                                                                      \
-  } while (0)
 
 static const moe_precision precs[] = {MOE_PREC_BF16, MOE_PREC_FP16, MOE_PREC_INT8, MOE_PREC_FP8,
                                       MOE_PREC_INT4_W4A8, MOE_PREC_INT4_W4A16, MOE_PREC_MXFP4};
@@ -210,8 +200,8 @@ int main(void) {
   hostile(path);
   remove(path);
   for (int i = 0; i < n; i++) free(bufs[i]);
-  if (failures) {
-    fprintf(stderr, "test_packfile: %d failures\n", failures);
+  if (test_failures) {
+    fprintf(stderr, "test_packfile: %d failures\n", test_failures);
     return 1;
   }
   printf("test_packfile: ok (%d entries)\n", n);

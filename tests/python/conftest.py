@@ -14,3 +14,17 @@ if os.environ.get("MOEH_TEST_INSTALLED") != "1":
         _lib = os.path.join(ROOT, "build", "libmoe.so")
         if os.path.exists(_lib):
             os.environ["MOEH_LIBMOE"] = _lib
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def torch_threads():
+    """Two PyTorch intra-op threads for a test, then the previous count (the torch suites use it)."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(old)

@@ -24,12 +24,7 @@ kernel = torch.ops.sgl_kernel
 PRECISION = {torch.bfloat16: 1e-2}  # element-wise atol = rtol for bf16 outputs, as the reference's tests
 
 
-@pytest.fixture(autouse=True)
-def _threads():
-    old = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("torch_threads")  # conftest.py: two intra-op threads per test
 
 
 def silu_and_mul(gu):

@@ -34,12 +34,7 @@ M_ = mt.CPUQuantMethod
 TOL = {torch.bfloat16: 1e-2, torch.float16: 1.5e-3, torch.float32: 5e-4}
 
 
-@pytest.fixture(autouse=True)
-def _threads():
-    old = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("torch_threads")  # conftest.py: two intra-op threads per test
 
 
 # ---- number formats, from their definitions ------------------------------------------------------------
