@@ -25,12 +25,12 @@ MOE__AVX2 __m256i moe__mask8(int64_t left) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* e^x as moe__exp_avx512: the same polynomial; 2^n in two halves (each a normal power of two). */
+/* e^x as moe__exp_avx512 (x from -86, no subnormal result): the same polynomial; 2^n in two halves (each a normal power of two). */
 MOE__AVX2 __m256 moe__exp_avx2(__m256 x) {
   __m256 n, r, p;
   __m256i h1, h2;
   x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
-  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+  x = _mm256_max_ps(_mm256_set1_ps(-86.0f), x);
   n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);

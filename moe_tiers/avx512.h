@@ -28,13 +28,15 @@
 #define MOE__NO_UNROLL _Pragma("GCC unroll 1")
 #endif
 
-/* e^x: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor polynomial, then p * 2^n by vscalefps (which
- * overflows to Inf and underflows to 0 on its own). min/max keep x in the second operand so a
- * NaN passes through. */
+/* e^x for the activations' 1 + e^-z: x = n ln2 + r, |r| <= ln2/2, degree-6 Taylor polynomial,
+ * then p * 2^n by vscalefps (which overflows to Inf on its own). x stops at -86, where e^x is still
+ * a normal float: 1 + e^x is 1 from there on, and a subnormal result costs Intel cores a microcode
+ * assist per element (an epilogue of large gate sums ran 10x slower on Emerald Rapids). min/max
+ * keep x in the second operand so a NaN passes through. */
 MOE__AVX512_BASE MOE__INLINE __m512 moe__exp_avx512(__m512 x) {
   __m512 n, r, p;
   x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_max_ps(_mm512_set1_ps(-86.0f), x);
   n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);

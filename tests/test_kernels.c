@@ -374,6 +374,58 @@ static int test_row_ops(void) {
   return tiers;
 }
 
+/* ---- the activations at the edges --------------------------------------------------------------------
+ * GEMM1's epilogue on every vector tier against float64 for gate sums far past e^-z's normal range
+ * (|z| up to 1e4, where 1 + e^-z is 1 or Inf), the subnormal edge (z near 87 and 104), zero, and
+ * non-finite values. (Large positive z once made the vector exp return subnormals: right, but a
+ * microcode assist per element on Intel cores.) */
+static const float edge_gates[] = {-1e4f, -200.0f, -104.5f, -103.0f, -88.0f, -87.5f, -86.5f, -86.0f, -85.5f, -20.0f, -1.0f,
+                                   -0.0f,  0.0f,    1e-3f,   1.0f,    20.0f,  85.5f,  86.0f,  86.5f,  87.5f,  88.0f,
+                                   103.0f, 104.5f, 200.0f,  1e4f,    INFINITY, -INFINITY, NAN};
+enum { EDGE_N = sizeof edge_gates / sizeof edge_gates[0], EDGE_PAD = (EDGE_N + 15) / 16 * 16 };
+#ifdef MOE__HAVE_AVX512
+MOE__AVX512_BASE void edge_act_avx512(moe_activation act, const float *g, const float *u, float *out) {
+  for (int i = 0; i < EDGE_PAD; i += 16)
+    _mm512_storeu_ps(out + i, moe__act_avx512(act, _mm512_loadu_ps(g + i), _mm512_loadu_ps(u + i), 1.702f, 7.0f));
+}
+#endif
+#ifdef MOE__HAVE_AVX2
+MOE__AVX2 void edge_act_avx2(moe_activation act, const float *g, const float *u, float *out) {
+  for (int i = 0; i < EDGE_PAD; i += 8)
+    _mm256_storeu_ps(out + i, moe__act_avx2(act, _mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i), 1.702f, 7.0f));
+}
+#endif
+/* act(g, u) in float64 (SWIGLU_OAI with alpha 1.702, limit 7, as the vector calls above). */
+static double edge_oracle(moe_activation act, double g, double u) {
+  double z = g;
+  if (act == MOE_ACT_GELU_TANH) z = 2.0 * 0.7978845608028654 * (g + 0.044715 * g * g * g);
+  if (act == MOE_ACT_SWIGLU_OAI) g = g > 7.0 ? 7.0 : g, u = (u > 7.0 ? 7.0 : u < -7.0 ? -7.0 : u) + 1.0, z = 1.702 * g;
+  return g * u / (1.0 + exp(-z));
+}
+static void check_edge_act(const char *tier, void (*fn)(moe_activation, const float *, const float *, float *)) {
+  float g[EDGE_PAD], u[EDGE_PAD], out[EDGE_PAD];
+  for (int i = 0; i < EDGE_PAD; i++) g[i] = i < EDGE_N ? edge_gates[i] : 1.0f, u[i] = 0.75f - 0.125f * (float)(i % 5);
+  for (int act = 0; act < 3; act++) {
+    test_poison(out, sizeof out);
+    fn((moe_activation)act, g, u, out);
+    for (int i = 0; i < EDGE_N; i++) {
+      const double want = edge_oracle((moe_activation)act, g[i], u[i]), got = out[i];
+      const int ok = isnan(want) ? isnan(got) : got == want || fabs(got - want) <= 1e-6 * fabs(want) + 1e-30;
+      CHECK(ok, "%s act %d g=%g u=%g: %.9g, float64 %.9g", tier, act, (double)g[i], (double)u[i], got, want);
+    }
+  }
+}
+static void test_edge_activations(void) {
+  int tested = 0;
+#ifdef MOE__HAVE_AVX512
+  if (moe__row_ops_for(MOE_ISA_AVX512)) check_edge_act("avx512", edge_act_avx512), tested++;
+#endif
+#ifdef MOE__HAVE_AVX2
+  if (moe__row_ops_for(MOE_ISA_AVX2)) check_edge_act("avx2", edge_act_avx2), tested++;
+#endif
+  printf("activations at the edges: %d vector tiers checked against float64\n", tested);
+}
+
 /* ---- every code decodes exactly ---------------------------------------------------------------------
  * One packed W2 of 32 columns and a reduction of 1 (pad included), one row a = 1.0 and weight 1:
  * gemm2 then writes each column's dequantized weight itself (1 * w + 0, exact), which must equal the
@@ -491,6 +543,7 @@ int main(int argc, char **argv) {
            test_failures > before ? "FAILED" : "runs clean");
   }
   vector_rows = test_row_ops();
+  test_edge_activations();
   printf("%d kernels tested, %d skipped, %d vector row-op tiers, %.1f s\n", tested, skipped, vector_rows, now_s() - t0);
   if (!tested && !vector_rows) {
     printf("no fast kernel and no vector row operation runs on this CPU\n");
