@@ -20,12 +20,13 @@ setup build-asan -Dbuildtype=plain -Db_sanitize=address,undefined -Db_lundef=fal
 meson compile -C build-asan || exit 1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs --no-rebuild --suite unit "$@" || status=1
-# The threaded test (pools of 1-8 threads in every order, the experts' region's atomics) under
-# ThreadSanitizer; without OpenMP, whose runtime TSan cannot see.
+# The threaded tests (pools of 1-8 threads in every order, the experts' region's atomics; the soak's
+# concurrent calls on shared experts) under ThreadSanitizer; without OpenMP, whose runtime TSan
+# cannot see.
 setup build-tsan -Dbuildtype=plain -Db_sanitize=thread -Db_lundef=false -Dopenmp=disabled \
   "-Dc_args=$san_flags" "-Dcpp_args=$san_flags" -Dexamples=false -Dbench=false || exit 1
-meson compile -C build-tsan test_determinism || exit 1
-TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild determinism "$@" || status=1
+meson compile -C build-tsan test_determinism test_soak || exit 1
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild determinism soak "$@" || status=1
 python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json <<'PY'
 import json, sys
 n = {"passed": 0, "failed": 0, "skipped": 0}
