@@ -339,6 +339,21 @@ MOE_API size_t moe_pack_size(const moe_weights *plain) {
   return moe__plan_pack(plain, &pl) == MOE_OK ? pl.total : 0;
 }
 
+/* Row operations per tier (moe__row_ops_for, below the tiers): every tier gives the same bits. */
+enum { MOE__PW_WORD, MOE__PW_F16, MOE__PW_NIB_C, MOE__PW_NIB_D, MOE__PW_FP8 }; /* the packer's words: see pack_words */
+typedef struct moe__row_ops {
+  float (*quantize_u8)(const float *x, int64_t n, uint8_t *q);
+  void (*to_bf16)(const float *src, uint16_t *dst, int64_t n);
+  void (*from_bf16)(const uint16_t *src, float *dst, int64_t n);
+  void (*add)(float *acc, const float *y, int64_t n);
+  /* the packer's k steps from k0, a column's step one word at byte 4n of its line (kind: copied,
+   * fp16 pair to bf16, 4-bit layout (c), layout (d); FP8 pairs in layout (b)); adds int8 codes to
+   * sum[n] when sum is not NULL; returns the k it stopped at (NULL: none) */
+  int64_t (*pack_words)(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, int32_t kr, int kind,
+                        uint8_t *codes, size_t line, int32_t *sum);
+} moe__row_ops;
+static inline const moe__row_ops *moe__row_ops_get(void);
+
 /* ---- packing one panel --------------------------------------------------------------------------- */
 /* One plain matrix of one expert: rows x cols, cols = the reduction dimension. */
 typedef struct moe__plain_mat {
@@ -457,6 +472,33 @@ static inline void moe__pack_panel_scalar(const moe__plain_mat *m, int64_t r0, i
 }
 
 
+/* A column's k step of 4-bit codes as one 32-bit word of its panel line, from the step's plain
+ * nibbles w (k0 in the lowest). Layout (c), KR 8: bytes n0|n2<<4, n4|n6<<4, n1|n3<<4, n5|n7<<4.
+ * Layout (d), KR 4: nibble j in byte j, low nibbles (shifted up by 4 for columns 16-31). */
+static inline uint32_t moe__nibbles_c(uint32_t w) {
+  uint32_t e = w & 0x0F0F0F0Fu, o = (w >> 4) & 0x0F0F0F0Fu; /* bytes n0 n2 n4 n6, n1 n3 n5 n7 */
+  e |= e >> 4, o |= o >> 4;                                  /* byte 0: n0|n2<<4, byte 2: n4|n6<<4 */
+  return (e & 0xFFu) | ((e >> 8) & 0xFF00u) | (o & 0xFFu) << 16 | ((o >> 8) & 0xFF00u) << 16;
+}
+static inline uint32_t moe__nibbles_d(uint32_t w) {
+  uint32_t x = ((w & 0xFFu) | (w & 0xFF00u) << 8);     /* bytes n0|n1<<4, 0, n2|n3<<4, 0 */
+  return (x | x << 4) & 0x0F0F0F0Fu;
+}
+/* 1 when the code positions of every column (moe__code_pos) are the ones moe__nibbles_c / _d write:
+ * (c) offsets 0 2 0 2 1 3 1 3 and shifts 0 0 4 4 0 0 4 4 from the column's word; (d) offsets
+ * 0 1 2 3, shift 0 for columns 0-15 and 4 for column n + 16 in column n's word. */
+static inline int moe__nibble_words(moe_precision p, size_t at[][8], int32_t shift[][8], int32_t nv) {
+  static const int8_t off_c[8] = {0, 2, 0, 2, 1, 3, 1, 3}, shift_c[8] = {0, 0, 4, 4, 0, 0, 4, 4};
+  const int32_t kr = moe__kr(p);
+  for (int32_t n = 0; n < nv; n++)
+    for (int32_t j = 0; j < kr; j++) {
+      const int ok = kr == 8 ? at[n][j] == at[n][0] + (size_t)off_c[j] && shift[n][j] == shift_c[j]
+                             : kr == 4 && at[n][j] == at[n & 15][0] + (size_t)j && shift[n][j] == 4 * (n >> 4);
+      if (!ok) return 0;
+    }
+  return 1;
+}
+
 /* moe__pack_panel_scalar's bytes, faster: where a code of column n goes inside a k step depends only
  * on (n, k % KR), so a table of those byte offsets and shifts per column (from moe__code_pos)
  * replaces the per-element position arithmetic; k steps run outermost, so each panel line is
@@ -475,6 +517,8 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
   int32_t shift[MOE_NR][8], sum[MOE_NR];
   uint32_t pad[MOE_NR];
   int blocks = bits == pbits && bits >= 8; /* fp16: whole steps too, each half converted to bf16 */
+  int64_t (*words)(const uint8_t *const *, int32_t, int64_t, int64_t, int32_t, int, uint8_t *, size_t, int32_t *) =
+      moe__row_ops_get()->pack_words;
   int64_t k0 = 0;
   memset(panel, 0, bytes);
   for (int32_t n = 0; n < nv; n++) {
@@ -484,7 +528,10 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
     for (int32_t j = 0; j < kr; j++) at[n][j] = moe__code_pos(p, n, j, &shift[n][j]);
     blocks = blocks && at[n][kr - 1] == at[n][0] + (size_t)((kr - 1) * bits / 8);
   }
+  for (int32_t n = 0; n < nv && words; n++) /* the vector words' places: byte 4n (d: 4 (n % 16)), fp8: (b) */
+    if (at[n][0] != (bits == 8 && kr == 2 ? (size_t)moe__pair_pos(n, 0) : 4 * (size_t)(bits == 4 && kr == 4 ? n & 15 : n))) words = NULL;
   if (blocks && f16) { /* fp16 pairs: converted to bf16, one 4-byte word per column and step */
+    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_F16, codes, line, NULL);
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       for (int32_t n = 0; n < nv; n++) {
@@ -495,31 +542,44 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
       }
     }
   } else if (blocks && kr * bits == 32) { /* bf16 pairs, int8 quads: one 4-byte word per column and step */
+    const int64_t kv = words ? (k0 = words(src, nv, k0, m->cols, kr, MOE__PW_WORD, codes, line, channel ? sum : NULL)) : 0;
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       for (int32_t n = 0; n < nv; n++) memcpy(dst + at[n][0], src[n] + (size_t)k0 * (size_t)(bits / 8), 4);
     }
-    if (channel)
-      for (int32_t n = 0; n < nv; n++)
-        for (int64_t k = 0; k < k0; k++) sum[n] += (int8_t)src[n][k];
+    if (channel) /* the int8 codes' sum per column past the vector words (a local sum: src may alias sum[]) */
+      for (int32_t n = 0; n < nv; n++) {
+        const int8_t *row = (const int8_t *)src[n];
+        int32_t acc = 0;
+        for (int64_t k = kv; k < k0; k++) acc += row[k];
+        sum[n] += acc;
+      }
   } else if (blocks && kr * bits == 16) { /* fp8 pairs */
+    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_FP8, codes, line, NULL);
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       for (int32_t n = 0; n < nv; n++) memcpy(dst + at[n][0], src[n] + k0, 2);
     }
-  } else if (bits == 4 && pbits == 4) { /* nibbles: a step's kr / 2 source bytes, each nibble to its place */
+  } else if (bits == 4 && pbits == 4 && moe__nibble_words(p, at, shift, nv)) { /* a step's nibbles: one word per column */
+    if (words) k0 = words(src, nv, k0, m->cols, kr, kr == 8 ? MOE__PW_NIB_C : MOE__PW_NIB_D, codes, line, NULL);
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
-      for (int32_t n = 0; n < nv; n++) {
-        uint32_t w = 0;
-        if (kr == 8) {
+      if (kr == 8) /* (c): the column's own word */
+        for (int32_t n = 0; n < nv; n++) {
+          uint32_t w, v;
           memcpy(&w, src[n] + k0 / 2, 4);
-          for (int32_t j = 0; j < 8; j++) dst[at[n][j]] |= (uint8_t)(((w >> (4 * j)) & 15) << shift[n][j]);
-        } else {
-          memcpy(&w, src[n] + k0 / 2, 2);
-          for (int32_t j = 0; j < 4; j++) dst[at[n][j]] |= (uint8_t)(((w >> (4 * j)) & 15) << shift[n][j]);
+          v = moe__nibbles_c(w);
+          memcpy(dst + at[n][0], &v, 4);
         }
-      }
+      else /* (d): columns n and n + 16 share a word, low and high nibbles */
+        for (int32_t n = 0; n < (nv < 16 ? nv : 16); n++) {
+          uint16_t lo, hi = 0;
+          uint32_t v;
+          memcpy(&lo, src[n] + k0 / 2, 2);
+          if (n + 16 < nv) memcpy(&hi, src[n + 16] + k0 / 2, 2);
+          v = moe__nibbles_d(lo) | moe__nibbles_d(hi) << 4;
+          memcpy(dst + at[n][0], &v, 4);
+        }
     }
   }
   for (; k0 < kpad; k0 += kr) {
@@ -1226,12 +1286,6 @@ static inline void moe__tiles_release(void) {
 }
 
 /* ---- row operations of the layer (quantize and convert rows, accumulate), per tier ------------ */
-typedef struct moe__row_ops {
-  float (*quantize_u8)(const float *x, int64_t n, uint8_t *q);
-  void (*to_bf16)(const float *src, uint16_t *dst, int64_t n);
-  void (*from_bf16)(const uint16_t *src, float *dst, int64_t n);
-  void (*add)(float *acc, const float *y, int64_t n);
-} moe__row_ops;
 
 static inline void moe__f32_to_bf16_scalar(const float *src, uint16_t *dst, int64_t n) {
   moe_convert_from_f32(MOE_BF16, src, dst, (size_t)n);
@@ -1247,14 +1301,15 @@ static inline void moe__add_row_scalar(float *acc, const float *y, int64_t n) {
  * Every tier gives the same bits. */
 static inline const moe__row_ops *moe__row_ops_for(moe_isa isa) {
   static const moe__row_ops scalar = {moe_quantize_row_u8, moe__f32_to_bf16_scalar, moe__bf16_to_f32_scalar,
-                                      moe__add_row_scalar};
+                                      moe__add_row_scalar, NULL};
 #ifdef MOE__HAVE_AVX512
   static const moe__row_ops avx512 = {moe__quantize_row_u8_avx512, moe__f32_to_bf16_avx512, moe__bf16_to_f32_avx512,
-                                      moe__add_row_avx512};
+                                      moe__add_row_avx512, moe__pack_words_avx512};
   if (isa == MOE_ISA_AVX512 && (moe_cpu_features() & MOE__F_AVX512) == MOE__F_AVX512) return &avx512;
 #endif
 #ifdef MOE__HAVE_AVX2
-  static const moe__row_ops avx2 = {moe__quantize_row_u8_avx2, moe__f32_to_bf16_avx2, moe__bf16_to_f32_avx2, moe__add_row_avx2};
+  static const moe__row_ops avx2 = {moe__quantize_row_u8_avx2, moe__f32_to_bf16_avx2, moe__bf16_to_f32_avx2, moe__add_row_avx2,
+                                    NULL};
   if ((isa == MOE_ISA_AVX2 || isa == MOE_ISA_AVX_VNNI) && (moe_cpu_features() & MOE__F_AVX2) == MOE__F_AVX2) return &avx2;
 #endif
   return isa == MOE_ISA_SCALAR ? &scalar : NULL;

@@ -464,17 +464,118 @@ MOE__AVX512_BASE float moe__quantize_row_u8_avx512(const float *x, int64_t n, ui
   return scale;
 }
 
-/* f32 -> bf16, round to nearest even, NaN quieted: moe_f32_to_bf16 on 16 lanes. */
+/* f32 bits -> bf16 bits in the low half of each lane: round to nearest even, NaN quieted
+ * (moe_f32_to_bf16 on 16 lanes). */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__bf16_bits_avx512(__m512i u) {
+  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+  return _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+}
 MOE__AVX512_BASE void moe__f32_to_bf16_avx512(const float *src, uint16_t *dst, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 mk = moe__tail_mask(n - i);
-    __m512i u = _mm512_maskz_loadu_epi32(mk, src + i);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    _mm256_mask_storeu_epi16(dst + i, mk, _mm512_cvtepi32_epi16(r));
+    _mm256_mask_storeu_epi16(dst + i, mk, _mm512_cvtepi32_epi16(moe__bf16_bits_avx512(_mm512_maskz_loadu_epi32(mk, src + i))));
   }
+}
+
+/* ---- packing words (moe__pack_panel) -----------------------------------------------------------------
+ * A k step of one column is one 32-bit word of its panel line at byte 4n (MOE__PW_*): 16 plain rows x
+ * 16 steps are loaded as 16 vectors and transposed, so each vector holds one step's words of 16
+ * columns: 64 bytes of that step's line (columns 16-31: the next 64; layout (d): the high nibbles
+ * of the same 64).
+ *
+ *   row n: [w(n,s0) w(n,s0+1) .. w(n,s0+15)]   --transpose-->   step s: [w(0,s) w(1,s) .. w(15,s)] */
+MOE__AVX512_BASE MOE__INLINE void moe__transpose16_epi32(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) /* per 128-bit lane: pairs of rows interleaved */
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  for (int g = 0; g < 4; g++) { /* u[4g + c], lane L: column 4L + c of rows 4g..4g+3 */
+    const __m512i *q = t + 4 * g;
+    u[4 * g + 0] = _mm512_unpacklo_epi64(q[0], q[2]), u[4 * g + 1] = _mm512_unpackhi_epi64(q[0], q[2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(q[1], q[3]), u[4 * g + 3] = _mm512_unpackhi_epi64(q[1], q[3]);
+  }
+  for (int c = 0; c < 4; c++) { /* the 4 x 4 transpose of 128-bit lanes: column 4L + c, lane g <- u[4g + c] lane L */
+    const __m512i a = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), b = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+    const __m512i d = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), e = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(a, d, 0x88), r[4 + c] = _mm512_shuffle_i32x4(a, d, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(b, e, 0x88), r[12 + c] = _mm512_shuffle_i32x4(b, e, 0xDD);
+  }
+}
+/* One step's packed words from its plain words (moe__nibbles_c / _d and the fp16 conversion of the
+ * scalar packer, on 16 lanes). */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__pack_word_avx512(int kind, __m512i w) {
+  const __m512i nib = _mm512_set1_epi32(0x0F0F0F0F), b0 = _mm512_set1_epi32(0xFF), b1 = _mm512_set1_epi32(0xFF00);
+  if (kind == MOE__PW_F16) {
+    const __m512i lo = _mm512_castps_si512(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(w)));
+    const __m512i hi = _mm512_castps_si512(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(w, 16))));
+    return _mm512_or_si512(moe__bf16_bits_avx512(lo), _mm512_slli_epi32(moe__bf16_bits_avx512(hi), 16));
+  }
+  if (kind == MOE__PW_NIB_C) {
+    __m512i e = _mm512_and_si512(w, nib), o = _mm512_and_si512(_mm512_srli_epi32(w, 4), nib);
+    e = _mm512_or_si512(e, _mm512_srli_epi32(e, 4)), o = _mm512_or_si512(o, _mm512_srli_epi32(o, 4));
+    e = _mm512_or_si512(_mm512_and_si512(e, b0), _mm512_and_si512(_mm512_srli_epi32(e, 8), b1));
+    o = _mm512_or_si512(_mm512_and_si512(o, b0), _mm512_and_si512(_mm512_srli_epi32(o, 8), b1));
+    return _mm512_or_si512(e, _mm512_slli_epi32(o, 16));
+  }
+  if (kind == MOE__PW_NIB_D) {
+    const __m512i x = _mm512_or_si512(_mm512_and_si512(w, b0), _mm512_slli_epi32(_mm512_and_si512(w, b1), 8));
+    return _mm512_and_si512(_mm512_or_si512(x, _mm512_slli_epi32(x, 4)), nib);
+  }
+  return w;
+}
+/* FP8 pairs (layout (b): column n's pair at 16 (n % 16 / 4) + 8 (n / 16) + 2 (n % 4) of a 64-byte
+ * line): a transposed word holds two steps of a column; the 16-bit pairs of both column halves are
+ * then permuted into each step's line. 32 steps per block. */
+MOE__AVX512_BASE int64_t moe__pack_fp8_avx512(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, uint8_t *codes,
+                                              size_t line) {
+  MOE__ALIGN64 uint16_t idx[2][32];
+  __m512i perm[2];
+  for (int32_t n = 0; n < 32; n++) /* line word of column n <- its pair in (half 0 | half 1) of the step */
+    for (int e = 0; e < 2; e++) idx[e][8 * ((n & 15) >> 2) + 4 * (n >> 4) + (n & 3)] = (uint16_t)(32 * (n >> 4) + 2 * (n & 15) + e);
+  perm[0] = _mm512_load_si512(idx[0]), perm[1] = _mm512_load_si512(idx[1]);
+  for (; k0 + 64 <= k_end; k0 += 64) {
+    __m512i r[2][16];
+    for (int h = 0; h < 2; h++) {
+      for (int i = 0; i < 16; i++)
+        r[h][i] = 16 * h + i < nv ? _mm512_loadu_si512(src[16 * h + i] + k0) : _mm512_setzero_si512();
+      if (16 * h < nv) moe__transpose16_epi32(r[h]);
+    }
+    for (int j = 0; j < 16; j++)
+      for (int e = 0; e < 2; e++)
+        _mm512_storeu_si512(codes + (size_t)(k0 / 2 + 2 * j + e) * line, _mm512_permutex2var_epi16(r[0][j], perm[e], r[1][j]));
+  }
+  return k0;
+}
+
+/* Steps from k0 on in blocks of 16 while they lie inside the plain rows (k_end): the k where the
+ * scalar packer goes on. */
+MOE__AVX512_BASE int64_t moe__pack_words_avx512(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, int32_t kr,
+                                                int kind, uint8_t *codes, size_t line, int32_t *sum) {
+  const int32_t sb = kind == MOE__PW_NIB_D ? 2 : 4; /* plain bytes of a column's step */
+  if (kind == MOE__PW_FP8) return moe__pack_fp8_avx512(src, nv, k0, k_end, codes, line);
+  for (; k0 + 16 * kr <= k_end; k0 += 16 * kr) {
+    const int64_t st = k0 / kr;
+    __m512i r[2][16];
+    for (int h = 0; h < 2 && 16 * h < nv; h++) {
+      for (int i = 0; i < 16; i++) {
+        const uint8_t *p = 16 * h + i < nv ? src[16 * h + i] + st * sb : NULL;
+        r[h][i] = !p ? _mm512_setzero_si512() : sb == 4 ? _mm512_loadu_si512(p) : _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+        if (sum && p) /* int8: the 64 codes' sum, as sum(u8 (c ^ 0x80)) - 64 * 128 */
+          sum[16 * h + i] += (int32_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(_mm512_xor_si512(r[h][i], _mm512_set1_epi8((char)0x80)), _mm512_setzero_si512())) - 64 * 128;
+      }
+      moe__transpose16_epi32(r[h]);
+      if (kind != MOE__PW_NIB_D)
+        for (int s = 0; s < 16; s++) _mm512_storeu_si512(codes + (size_t)(st + s) * line + 64 * (size_t)h, moe__pack_word_avx512(kind, r[h][s]));
+    }
+    if (kind == MOE__PW_NIB_D)
+      for (int s = 0; s < 16; s++) {
+        __m512i v = moe__pack_word_avx512(kind, r[0][s]);
+        if (nv > 16) v = _mm512_or_si512(v, _mm512_slli_epi32(moe__pack_word_avx512(kind, r[1][s]), 4));
+        _mm512_storeu_si512(codes + (size_t)(st + s) * line, v);
+      }
+  }
+  return k0;
 }
 
 MOE__AVX512_BASE void moe__bf16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
