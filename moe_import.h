@@ -187,6 +187,24 @@ static inline float moe__imp_f32(const uint8_t *p, moe_dtype t, int64_t i) {
     return t == MOE_F16 ? moe_f16_to_f32(h) : moe_bf16_to_f32(h);
   }
 }
+/* The low 32 bits of x as 4 little-endian bytes at d. */
+static inline void moe__imp_put4(uint8_t *d, uint64_t x) {
+  d[0] = (uint8_t)x, d[1] = (uint8_t)(x >> 8), d[2] = (uint8_t)(x >> 16), d[3] = (uint8_t)(x >> 24);
+}
+/* Swaps the nibbles of a under mask << sh with those of b under mask. */
+static inline void moe__imp_swap(uint64_t *a, uint64_t *b, int sh, uint64_t mask) {
+  const uint64_t t = ((*a >> sh) ^ *b) & mask;
+  *b ^= t, *a ^= t << sh;
+}
+/* Transposes two 8 x 8 nibble matrices at once, one in each half of m (row j: m[j], column p:
+ * bits 4p..4p+3 of the half): swaps of 4 x 4, 2 x 2 and 1 x 1 blocks across the diagonal (rows j
+ * and j + d, d = 4, 2, 1). */
+static inline void moe__imp_nibble_transpose2(uint64_t m[8]) {
+  for (int j = 0; j < 4; j++) moe__imp_swap(&m[j], &m[j + 4], 16, 0x0000FFFF0000FFFFu);
+  moe__imp_swap(&m[0], &m[2], 8, 0x00FF00FF00FF00FFu), moe__imp_swap(&m[1], &m[3], 8, 0x00FF00FF00FF00FFu);
+  moe__imp_swap(&m[4], &m[6], 8, 0x00FF00FF00FF00FFu), moe__imp_swap(&m[5], &m[7], 8, 0x00FF00FF00FF00FFu);
+  for (int j = 0; j < 8; j += 2) moe__imp_swap(&m[j], &m[j + 1], 4, 0x0F0F0F0F0F0F0F0Fu);
+}
 /* The byte counts of the int4 checks: codes and metadata of the destination, and the checkpoint's
  * packed words and scales. 0 on overflow. */
 static inline int moe__imp_int4_sizes(int64_t rows, int64_t cols, int64_t dst_rows, int64_t ng, moe_dtype scale_type) {
@@ -259,19 +277,31 @@ MOE_API moe_status moe_import_awq(const void *qweight, const void *qzeros, const
   rb = cols / 2; /* cols is even: a multiple of group */
   if (!moe__imp_int4_sizes(rows, cols, dst_rows, ng, scale_type)) return MOE_ERR_OVERFLOW;
   q += row0 * rb;
-  /* two in features (one plain byte per out feature) per pass */
-  for (i = 0; i < cols; i += 2) {
-    const uint8_t *a = qw + 4 * i * wpr, *b = a + 4 * wpr;
-    for (w = 0; w < wpr; w++) {
-      uint32_t x = moe__imp_u32(a + 4 * w), y = moe__imp_u32(b + 4 * w);
-      for (int k = 0; k < 8; k++) {
-        unsigned s = 4u * nib_of[k];
-        q[(8 * w + k) * rb + i / 2] = (uint8_t)(((x >> s) & 15u) | ((y >> s) & 15u) << 4);
+  /* words (8i + j, w) for j < 8 are an 8 x 8 nibble matrix (row j: in feature 8i + j, nibble p:
+   * out feature 8w + col_of[p]); transposed, its row p holds out feature 8w + col_of[p]'s plain
+   * 4 bytes of in features 8i..8i+7. Words w in blocks of 8 (64 out rows) keep the rows written
+   * in cache while i runs. */
+  for (int64_t w0 = 0; w0 < wpr; w0 += 16)          /* a 64-byte line of each qweight row */
+    for (int64_t i0 = 0; i0 < cols; i0 += 64)         /* 32 bytes of each of 128 out rows */
+      for (i = i0; i < (i0 + 64 < cols ? i0 + 64 : cols); i += 8)
+      for (w = w0; w < (w0 + 16 < wpr ? w0 + 16 : wpr); w += 2) { /* words w and w + 1 side by side */
+        const int two = w + 1 < wpr;
+        uint64_t m[8];
+        for (int j = 0; j < 8; j++) {
+          const uint8_t *x = qw + 4 * ((i + j) * wpr + w);
+          m[j] = moe__imp_u32(x) | (two ? (uint64_t)moe__imp_u32(x + 4) << 32 : 0);
+        }
+        moe__imp_nibble_transpose2(m);
+        for (int h = 0; h < 1 + two; h++) { /* out feature 8 (w + h) + k: row nib_of[k] */
+          uint8_t *d = q + 8 * (w + h) * rb + i / 2;
+          const int sh = 32 * h;
+          moe__imp_put4(d, m[0] >> sh), moe__imp_put4(d + rb, m[4] >> sh), moe__imp_put4(d + 2 * rb, m[1] >> sh);
+          moe__imp_put4(d + 3 * rb, m[5] >> sh), moe__imp_put4(d + 4 * rb, m[2] >> sh), moe__imp_put4(d + 5 * rb, m[6] >> sh);
+          moe__imp_put4(d + 6 * rb, m[3] >> sh), moe__imp_put4(d + 7 * rb, m[7] >> sh);
+        }
       }
-    }
-  }
-  for (o = 0; o < rows; o++)
-    for (g = 0; g < ng; g++) {
+  for (g = 0; g < ng; g++) /* g outermost: the checkpoint's scale and zero rows are read in order */
+    for (o = 0; o < rows; o++) {
       uint32_t z = moe__imp_u32(qz + 4 * (g * wpr + o / 8));
       scale[(row0 + o) * ng + g] = moe__imp_f32(sc, scale_type, g * rows + o);
       zero[(row0 + o) * ng + g] = (uint8_t)((z >> (4u * nib_of[o % 8])) & 15u);
@@ -305,14 +335,11 @@ MOE_API moe_status moe_import_gptq(const void *qweight, const void *qzeros, cons
   /* word (r, o) holds in features 8r..8r+7, lowest bits first: its little-endian bytes are exactly
    * the plain bytes 4r..4r+3 of row o (low nibble = even column) */
   q += row0 * rb;
-  for (i = 0; i < cols / 8; i++)
+  for (int64_t o0 = 0; o0 < rows; o0 += 16) /* 16 out rows (one line of words) at a time, in L1 while i runs */
+    for (i = 0; i < cols / 8; i++)
+      for (o = o0; o < (o0 + 16 < rows ? o0 + 16 : rows); o++) memcpy(q + o * rb + 4 * i, qw + 4 * (i * rows + o), 4);
+  for (g = 0; g < ng; g++) /* g outermost: the checkpoint's scale and zero rows are read in order */
     for (o = 0; o < rows; o++) {
-      uint32_t x = moe__imp_u32(qw + 4 * (i * rows + o));
-      uint8_t *d = q + o * rb + 4 * i;
-      d[0] = (uint8_t)x, d[1] = (uint8_t)(x >> 8), d[2] = (uint8_t)(x >> 16), d[3] = (uint8_t)(x >> 24);
-    }
-  for (o = 0; o < rows; o++)
-    for (g = 0; g < ng; g++) {
       /* v1 stores zero - 1; undone on the whole word, as GPTQModel does (top comment) */
       uint32_t z = moe__imp_u32(qz + 4 * (g * wpr + o / 8)) + 0x11111111u;
       scale[(row0 + o) * ng + g] = moe__imp_f32(sc, scale_type, g * rows + o);

@@ -89,14 +89,19 @@ int main(void) {
   static const moe_precision precs[] = {MOE_PREC_BF16, MOE_PREC_FP16, MOE_PREC_INT8, MOE_PREC_FP8,
                                         MOE_PREC_INT4_W4A8, MOE_PREC_INT4_W4A16, MOE_PREC_MXFP4};
   int cases = 0;
-  for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
-    moe_precision p = precs[i];
-    if (!moe_precision_compiled(p)) continue;
-    check_case(p, 3, 45, 77, 64, 128, 32, KIT_BIAS, 11 + i);  /* tails everywhere, biases */
-    check_case(p, 2, 64, 256, 128, 128, 64, 0, 23 + i);       /* whole panels and groups */
-    check_case(p, 1, 33, 130, 128, 64, 128, KIT_BIAS, 37 + i); /* one expert, a partial last group */
-    cases += 3;
+  /* the packer's words: the best tier's vector ones, then the scalar ones (moe_set_isa caps both) */
+  for (int cap = 0; cap < 2; cap++) {
+    moe_set_isa(cap ? MOE_ISA_SCALAR : MOE_ISA_COUNT);
+    for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
+      moe_precision p = precs[i];
+      if (!moe_precision_compiled(p)) continue;
+      check_case(p, 3, 45, 77, 64, 128, 32, KIT_BIAS, 11 + i);  /* tails everywhere, biases */
+      check_case(p, 2, 64, 256, 128, 128, 64, 0, 23 + i);       /* whole panels and groups */
+      check_case(p, 1, 33, 130, 128, 64, 128, KIT_BIAS, 37 + i); /* one expert, a partial last group */
+      cases += 3;
+    }
   }
+  moe_set_isa(MOE_ISA_COUNT); /* out of range: no cap */
   if (test_failures) {
     fprintf(stderr, "test_pack: %d failures\n", test_failures);
     return 1;
