@@ -1433,8 +1433,13 @@ static moe_status moe__ck_put(moe__ck_load *ld, moe_weights *w, int mat, int64_t
     for (int64_t r = 0; r < rows; r++) {
       uint16_t *dr = qe + (row0 + r) * cols;
       const int64_t src_row = m->expert * rows + r;
-      if ((w->precision == MOE_PREC_BF16 && m->w->dtype == MOE_CKPT_BF16) || (w->precision == MOE_PREC_FP16 && m->w->dtype == MOE_CKPT_F16))
+      if ((w->precision == MOE_PREC_BF16 && m->w->dtype == MOE_CKPT_BF16) || (w->precision == MOE_PREC_FP16 && m->w->dtype == MOE_CKPT_F16)) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        memcpy(dr, m->w->data + 2 * (size_t)(src_row * cols), 2 * (size_t)cols); /* the file's order is the host's */
+#else
         for (int64_t i = 0; i < cols; i++) dr[i] = (uint16_t)moe__ck_le(m->w->data + 2 * (size_t)(src_row * cols + i), 2);
+#endif
+      }
       else { /* F32 (or a GGUF float type) rounded to bf16 */
         moe__ck_row_f32(m->w, src_row, cols, row);
         for (int64_t i = 0; i < cols; i++) dr[i] = moe_f32_to_bf16(row[i]);
