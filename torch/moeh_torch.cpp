@@ -199,6 +199,12 @@ Tensor deinterleave(const Tensor &t) {
 
 Tensor as3d(const Tensor &t, bool two_d) { return two_d ? t.unsqueeze(0) : t; }
 
+// w1 and w2 of dtype `want`, or a message naming the one that is not.
+void check_weight_dtypes(const Tensor &w1, const Tensor &w2, at::ScalarType want, const char *what) {
+  TORCH_CHECK(w1.scalar_type() == want, "moeh: ", what, ": w1 is ", w1.scalar_type());
+  TORCH_CHECK(w2.scalar_type() == want, "moeh: ", what, ": w2 is ", w2.scalar_type(), " (w1 ", w1.scalar_type(), ")");
+}
+
 void check_shape(const Tensor &t, std::vector<int64_t> want, const char *name) {
   TORCH_CHECK(t.sizes().vec() == want, "moeh: ", name, " must have shape ", c10::IntArrayRef(want), ", got ",
               t.sizes());
@@ -225,7 +231,7 @@ Plain prepare_plain(const Tensor &w1_in, const Tensor &w2_in, int64_t method, co
   TORCH_CHECK(w1.size(1) % 2 == 0 && w1.size(1) > 0, "moeh: w1 rows must be 2N (gate then up), got ", w1.size(1));
   P.N = w1.size(1) / 2;
   P.K = w2.size(1);
-  TORCH_CHECK(P.E >= 1 && P.K >= 1, "moeh: empty weights");
+  TORCH_CHECK(P.E >= 1 && P.K >= 1, "moeh: w1 and w2 must not be empty, got ", w1_in.sizes(), " and ", w2_in.sizes());
   const bool b4 = is_4bit(method);
   const int64_t c1 = b4 ? (P.K + 1) / 2 : P.K, c2 = b4 ? (P.N + 1) / 2 : P.N;
   TORCH_CHECK(w1.size(2) == c1 && w2.size(2) == c2, "moeh: w1 ", w1_in.sizes(), " and w2 ", w2_in.sizes(),
@@ -233,19 +239,18 @@ Plain prepare_plain(const Tensor &w1_in, const Tensor &w2_in, int64_t method, co
   auto opt_contig = [&](const optional<Tensor> &t, const char *name, at::ScalarType type) -> Tensor {
     TORCH_CHECK(t.has_value() && t->defined(), "moeh: missing ", name, " for ", method_name(method), ".");
     check_cpu(*t, name);
+    TORCH_CHECK(type == at::kByte ? t->scalar_type() == at::kByte : at::isFloatingType(t->scalar_type()), "moeh: ", name,
+                type == at::kByte ? " must be torch.uint8" : " must be floating point", ", got ", t->scalar_type());
     return as3d(t->to(type).contiguous(), P.two_d);
   };
   switch (method) {
   case UNQUANT:
-    TORCH_CHECK(w1.scalar_type() == w2.scalar_type() &&
-                    (w1.scalar_type() == at::kBFloat16 || w1.scalar_type() == at::kHalf),
-                "moeh: unquantized weights must both be bfloat16 or both float16, got ", w1.scalar_type(), " and ",
-                w2.scalar_type());
+    check_weight_dtypes(w1, w2, w1.scalar_type() == at::kHalf ? at::kHalf : at::kBFloat16,
+                        "unquantized weights must both be bfloat16 or both float16");
     P.prec = w1.scalar_type() == at::kBFloat16 ? MOE_PREC_BF16 : MOE_PREC_FP16;
     break;
   case INT8_W8A8: {
-    TORCH_CHECK(w1.scalar_type() == at::kChar && w2.scalar_type() == at::kChar,
-                "moeh: int8 w8a8 weights must be torch.int8, got ", w1.scalar_type(), " and ", w2.scalar_type());
+    check_weight_dtypes(w1, w2, at::kChar, "int8 w8a8 weights must be torch.int8");
     P.prec = MOE_PREC_INT8;
     P.s1 = opt_contig(w1_scale, "w1_scale", at::kFloat);
     P.s2 = opt_contig(w2_scale, "w2_scale", at::kFloat);
@@ -258,9 +263,7 @@ Plain prepare_plain(const Tensor &w1_in, const Tensor &w2_in, int64_t method, co
     break;
   }
   case FP8_W8A16: {
-    TORCH_CHECK(w1.scalar_type() == at::kByte && w2.scalar_type() == at::kByte,
-                "moeh: fp8 e4m3 weights must come as torch.uint8 (their bytes: PyTorch 1.13 has no float8 dtype), got ",
-                w1.scalar_type(), " and ", w2.scalar_type());
+    check_weight_dtypes(w1, w2, at::kByte, "fp8 e4m3 weights must come as torch.uint8 (their bytes: PyTorch 1.13 has no float8 dtype)");
     TORCH_CHECK(block_size.has_value(), "moeh: missing block_size for fp8 w8a16.");
     TORCH_CHECK(block_size->size() == 2, "moeh: expect block_size.size() to be 2.");
     const int64_t bn = (*block_size)[0], bk = (*block_size)[1];
@@ -279,8 +282,7 @@ Plain prepare_plain(const Tensor &w1_in, const Tensor &w2_in, int64_t method, co
   }
   case INT4_W4A8:
   case INT4_W4A16: {
-    TORCH_CHECK(w1.scalar_type() == at::kByte && w2.scalar_type() == at::kByte,
-                "moeh: int4 weights must be torch.uint8 codes (two per byte, low nibble first), got ", w1.scalar_type());
+    check_weight_dtypes(w1, w2, at::kByte, "int4 weights must be torch.uint8 codes (two per byte, low nibble first)");
     P.prec = method == INT4_W4A8 ? MOE_PREC_INT4_W4A8 : MOE_PREC_INT4_W4A16;
     P.s1 = opt_contig(w1_scale, "w1_scale", at::kFloat);
     P.s2 = opt_contig(w2_scale, "w2_scale", at::kFloat);
@@ -307,13 +309,12 @@ Plain prepare_plain(const Tensor &w1_in, const Tensor &w2_in, int64_t method, co
     break;
   }
   case MXFP4: {
-    TORCH_CHECK(w1.scalar_type() == at::kByte && w2.scalar_type() == at::kByte,
-                "moeh: mxfp4 weights must be torch.uint8 e2m1 codes (two per byte, low nibble first), got ",
-                w1.scalar_type());
+    check_weight_dtypes(w1, w2, at::kByte, "mxfp4 weights must be torch.uint8 e2m1 codes (two per byte, low nibble first)");
     P.prec = MOE_PREC_MXFP4;
     TORCH_CHECK(w1_scale.has_value() && w2_scale.has_value(), "moeh: missing w1_scale/w2_scale (e8m0) for MXFP4.");
     TORCH_CHECK(w1_scale->scalar_type() == at::kByte && w2_scale->scalar_type() == at::kByte,
-                "moeh: mxfp4 scales must be torch.uint8 e8m0 exponents");
+                "moeh: mxfp4 scales (w1_scale, w2_scale) must be torch.uint8 e8m0 exponents, got ",
+                w1_scale->scalar_type(), " and ", w2_scale->scalar_type());
     P.s1 = opt_contig(w1_scale, "w1_scale", at::kByte);
     P.s2 = opt_contig(w2_scale, "w2_scale", at::kByte);
     check_shape(P.s1, {P.E, 2 * P.N, cdiv(P.K, 32)}, "w1_scale (E, 2N, ceil(K/32))");
@@ -800,6 +801,8 @@ Tensor run_shared(const Tensor &hidden_states, const Tensor &w1, const Tensor &w
   if (rsf.has_value()) TORCH_CHECK(fused_out.has_value() && fused_out->defined(), "shared_expert_cpu: expect fused_experts_out.");
   if (add) {
     check_cpu(*fused_out, "fused_experts_out");
+    TORCH_CHECK(at::isFloatingType(fused_out->scalar_type()), "moeh: fused_experts_out must be floating point, got ",
+                fused_out->scalar_type());
     TORCH_CHECK(fused_out->sizes() == x.sizes(), "moeh: fused_experts_out must have the shape of hidden_states ",
                 x.sizes(), ", got ", fused_out->sizes());
     routed = fused_out->to(x.scalar_type()).contiguous();
@@ -874,13 +877,15 @@ std::string packed_weight_info(const Tensor &packed) {
 std::tuple<Tensor, Tensor> route(const Tensor &hidden_states, const Tensor &gating_output, moe_router r) {
   check_cpu(gating_output, "gating_output");
   TORCH_CHECK(gating_output.dim() == 2, "moeh: gating_output must be [M, E], got ", gating_output.sizes());
-  TORCH_CHECK(hidden_states.size(0) == gating_output.size(0), "Number of tokens mismatch");
+  TORCH_CHECK(hidden_states.dim() >= 1 && hidden_states.size(0) == gating_output.size(0),
+              "Number of tokens mismatch: hidden_states ", hidden_states.sizes(), ", gating_output ", gating_output.sizes());
   const int64_t M = gating_output.size(0), E = gating_output.size(1);
   TORCH_CHECK(E >= 1 && E <= 1024, "moeh: num_experts must be in 1..1024, got ", E);
   Tensor g = gating_output.contiguous();
   moe_dtype t = dtype_of(g, "gating_output");
   r.E = (int32_t)E;
-  check_status(moe_route(&r, g.data_ptr(), t, 0, nullptr, nullptr), "moe_route (routing configuration)");
+  check_status(moe_route(&r, g.data_ptr(), t, 0, nullptr, nullptr),
+               "moe_route (the routing configuration for gating_output's experts)");
   Tensor w = at::empty({M, (int64_t)r.topk}, at::kFloat), ids = at::empty({M, (int64_t)r.topk}, at::kInt);
   float *wp = w.data_ptr<float>();
   int32_t *ip = ids.data_ptr<int32_t>();
@@ -949,7 +954,10 @@ std::tuple<Tensor, Tensor> biased_grouped_topk_cpu(const Tensor &hidden_states, 
   moe_router r = router_of(MOE_ROUTE_BIASED_GROUPED, topk, renormalize);
   grouped_args(r, num_expert_group, topk_group, num_fused_shared_experts, routed_scaling_factor, num_token_non_padded);
   check_cpu(correction_bias, "correction_bias");
-  TORCH_CHECK(gating_output.dim() == 2 && correction_bias.numel() == gating_output.size(1), "Bias shape mismatch");
+  TORCH_CHECK(gating_output.dim() == 2 && correction_bias.numel() == gating_output.size(1),
+              "Bias shape mismatch: correction_bias ", correction_bias.sizes(), " for gating_output ", gating_output.sizes());
+  TORCH_CHECK(at::isFloatingType(correction_bias.scalar_type()), "moeh: correction_bias must be floating point, got ",
+              correction_bias.scalar_type());
   Tensor bias = correction_bias.to(at::kFloat).contiguous();
   r.correction_bias = bias.data_ptr<float>();
   return route(hidden_states, gating_output, r); // bias stays alive until route returns
