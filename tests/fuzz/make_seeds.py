@@ -565,10 +565,31 @@ def index_seeds():
     return out
 
 
+# ---------------------------------------------------------------------------------------------- moe_route
+def route_seed(E, topk, kind, n_group, topk_group, flags, rsf, dtype, M, bias=None, logits=()):
+    """fuzz_route.c's input: the 14-byte header, the bias if flags asks for it, the logits' raw bits."""
+    b = struct.pack("<HBBBBBBfBB", E - 1, topk, kind, n_group, topk_group, 0, flags, rsf, dtype, M)
+    if bias is not None:
+        b += struct.pack("<%df" % E, *bias)
+    return b + struct.pack("<%d%s" % (len(logits), "H" if dtype in (0, 1) else "f"), *logits)
+
+
+def route_seeds():
+    inf, nan = float("inf"), float("nan")
+    return {
+        "softmax_f32": route_seed(8, 2, 0, 0, 0, 1, 0.0, 2, 3, logits=[0.5, -1, 2, 2, 0, 1, 3, -3] * 3),
+        "sigmoid_bf16_ties": route_seed(6, 3, 1, 0, 0, 0, 1.0, 0, 2, logits=[0x3F80] * 12),
+        "grouped_f16": route_seed(16, 4, 2, 4, 2, 1, 2.5, 1, 4, logits=[0x3C00 + 17 * i for i in range(64)]),
+        "biased_nan_inf": route_seed(8, 2, 3, 4, 2, 3, 1.0, 2, 2, bias=[0.1] * 8,
+                                     logits=[nan, inf, -inf, 1e-40, 0.0, -0.0, 1.0, 2.0] * 2),
+        "bad_kind": route_seed(4, 5, 5, 3, 9, 0, nan, 3, 1, logits=[1.0] * 4),
+    }
+
+
 # ---------------------------------------------------------------------------------------------- main
 def build():
     corpora = {"fuzz_safetensors": safetensors_seeds(), "fuzz_gguf": gguf_seeds(),
-               "fuzz_config": config_seeds(), "fuzz_index": index_seeds()}
+               "fuzz_config": config_seeds(), "fuzz_index": index_seeds(), "fuzz_route": route_seeds()}
     for target, seeds in corpora.items():
         for name, data in seeds.items():
             assert len(data) < MAX_SEED, "%s/%s is %d bytes" % (target, name, len(data))

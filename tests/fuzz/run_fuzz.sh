@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Builds and runs the checkpoint-parser fuzz targets (libFuzzer + ASan + UBSan).
+# Builds and runs the fuzz targets (the checkpoint parsers, the packed-file reader, moe_route) (libFuzzer + ASan + UBSan).
 #
 #   tests/fuzz/run_fuzz.sh [BUILD_DIR] [RUNS] [TARGET...]
 #
 # BUILD_DIR  where the binaries, the working corpora, logs and crash artifacts go
 #            (default: $TMPDIR/moe-fuzz, or /tmp/moe-fuzz)
 # RUNS       executions per target (default 20000; -runs=N of libFuzzer)
-# TARGET     any of safetensors index config gguf packfile (default: all five, in that order)
+# TARGET     any of safetensors index config gguf packfile route (default: all six, in that order)
 #
 # Each target runs over a fresh copy of tests/fuzz/corpus/fuzz_<target>/ (the repository's corpus is
 # never written), with -max_len=65536 -timeout=10 -rss_limit_mb=2048. One line per target: executions,
@@ -21,7 +21,7 @@ root=$(cd "$here/../.." && pwd)
 build=${1:-${TMPDIR:-/tmp}/moe-fuzz}
 runs=${2:-20000}
 if [ $# -ge 2 ]; then shift 2; elif [ $# -ge 1 ]; then shift 1; fi
-targets=${*:-safetensors index config gguf packfile}
+targets=${*:-safetensors index config gguf packfile route}
 
 case $runs in '' | *[!0-9]*) echo "run_fuzz.sh: RUNS must be a number, got '$runs'" >&2; exit 1 ;; esac
 mkdir -p "$build" || exit 1
