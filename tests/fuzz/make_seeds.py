@@ -586,10 +586,33 @@ def route_seeds():
     }
 
 
+# ---------------------------------------------------------------------------------------------- moe_pack
+def pack_seed(prec, E, N, K, bn=0, bk=0, group=0, flags=0, buf=0, fill=64):
+    """fuzz_pack.c's input: the 12-byte header (table indices for the blocks and the group), then
+    `fill` bytes the arrays cycle over."""
+    return bytes([prec, E - 1, N - 1 & 255, (N - 1) >> 8, (K - 1) & 255, (K - 1) >> 8, 0, bn, bk, group, flags, buf]) + \
+        pattern(fill, prec)
+
+
+def pack_seeds():
+    return {
+        "bf16_tails": pack_seed(0, 2, 45, 77, flags=3),
+        "fp16": pack_seed(1, 1, 33, 64),
+        "int8_sums": pack_seed(2, 1, 64, 130),
+        "fp8_blocks": pack_seed(3, 2, 40, 200, bn=4, bk=3),
+        "w4a8_group": pack_seed(4, 1, 33, 256, group=2),
+        "w4a16_group": pack_seed(5, 1, 17, 130, group=1),
+        "mxfp4": pack_seed(6, 1, 64, 96),
+        "one_short": pack_seed(0, 1, 8, 8, buf=1),
+        "null_scale": pack_seed(2, 1, 8, 8, flags=3 << 2),
+    }
+
+
 # ---------------------------------------------------------------------------------------------- main
 def build():
     corpora = {"fuzz_safetensors": safetensors_seeds(), "fuzz_gguf": gguf_seeds(),
-               "fuzz_config": config_seeds(), "fuzz_index": index_seeds(), "fuzz_route": route_seeds()}
+               "fuzz_config": config_seeds(), "fuzz_index": index_seeds(), "fuzz_route": route_seeds(),
+               "fuzz_pack": pack_seeds()}
     for target, seeds in corpora.items():
         for name, data in seeds.items():
             assert len(data) < MAX_SEED, "%s/%s is %d bytes" % (target, name, len(data))
