@@ -542,7 +542,9 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
       }
     }
   } else if (blocks && kr * bits == 32) { /* bf16 pairs, int8 quads: one 4-byte word per column and step */
-    const int64_t kv = words ? (k0 = words(src, nv, k0, m->cols, kr, MOE__PW_WORD, codes, line, channel ? sum : NULL)) : 0;
+    int64_t kv; /* the k the vector words summed int8 codes up to */
+    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_WORD, codes, line, channel ? sum : NULL);
+    kv = k0;
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       for (int32_t n = 0; n < nv; n++) memcpy(dst + at[n][0], src[n] + (size_t)k0 * (size_t)(bits / 8), 4);
