@@ -152,7 +152,8 @@ enum {
   MOE_CPU_FMA = 1u << 10,
   MOE_CPU_F16C = 1u << 11,
   MOE_CPU_AVX_VNNI = 1u << 12,
-  MOE_CPU_AVX512VBMI = 1u << 13 /* byte permutes (vpermb, vpermi2b): the low-bit decoders           */
+  MOE_CPU_AVX512VBMI = 1u << 13, /* byte permutes (vpermb, vpermi2b): the low-bit decoders          */
+  MOE_CPU_INTEL = 1u << 14       /* not a feature: the vendor, which picks between kernels of a tier */
 };
 
 /* CPU features this CPU has and the OS enabled (CPUID and XCR0), detected once and cached. The AMX
@@ -903,6 +904,7 @@ static inline uint32_t moe__detect_features(void) {
   uint64_t xcr0;
   moe__cpuid(0, 0, r);
   max_leaf = r[0];
+  if (r[1] == 0x756E6547u && r[3] == 0x49656E69u && r[2] == 0x6C65746Eu) f |= MOE_CPU_INTEL; /* "GenuineIntel" */
   moe__cpuid(1, 0, l1);
   if (max_leaf < 7 || !(l1[2] & (1u << 27))) return 0; /* no OSXSAVE: no XGETBV */
   xcr0 = moe__xgetbv();
@@ -1108,6 +1110,10 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
                                 4, 32, 2, 4, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 4x32c2, 4x64c2, avx512bf16,       \
                                  4, 32, 2, 4, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                          \
+  MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 4x32c2, 4x64c2, avx512fma,      \
+                                4, 32, 2, 4, 64, MOE__F_AVX512, "vfmadd231ps")))                               \
+  MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 4x32c2, 4x64c2, avx512fma,        \
+                                 4, 32, 2, 4, 64, MOE__F_AVX512, "vfmadd231ps")))                             \
   MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_BF16, MOE_ISA_AVX2, bf16_bf16w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,               \
                               MOE__F_AVX2, "vfmadd231ps-ymm")))                                                      \
   MOE__IF_AVX2(MOE__IF_BF16(X(MOE_PREC_FP16, MOE_ISA_AVX2, bf16_bf16w, 4x16c2, 4x16c2, avx2, 4, 16, 2, 4, 16,               \
@@ -1204,11 +1210,22 @@ MOE_API int moe_kernel_runnable(const moe_gemm_config *k) {
 #endif
 }
 
+/* Where a tier has two kernels for a precision (the 4-bit bf16-activation codes on AVX-512: the
+ * vdpbf16ps row and the f32 FMA row, the same bits bar subnormals), the list's first runs, except
+ * that Intel's cores take the FMA row: they run a 512-bit vdpbf16ps every second cycle and two FMAs
+ * per cycle (Emerald Rapids: the FMA rows decode 1-row calls 1.3-1.5x faster, docs/amx.md), where
+ * AMD's Zen 4/5 run vdpbf16ps at twice their FMA rate. */
+static inline int moe__kernel_preferred(const moe_gemm_config *k) {
+  return (moe_cpu_features() & MOE_CPU_INTEL) && strcmp(k->dot, "vfmadd231ps") == 0;
+}
+
 MOE_API const moe_gemm_config *moe_gemm_config_for(moe_precision p, moe_isa isa) {
-  for (int i = 0; i < moe_kernel_count(); i++)
-    if (moe__kernels[i].precision == p && moe__kernels[i].isa == isa && moe_kernel_runnable(&moe__kernels[i]))
-      return &moe__kernels[i];
-  return NULL;
+  const moe_gemm_config *best = NULL;
+  for (int i = 0; i < moe_kernel_count(); i++) {
+    const moe_gemm_config *k = &moe__kernels[i];
+    if (k->precision == p && k->isa == isa && moe_kernel_runnable(k) && (!best || moe__kernel_preferred(k))) best = k;
+  }
+  return best;
 }
 
 /* ---- the tier cap ------------------------------------------------------------------------------ */
@@ -1222,8 +1239,9 @@ MOE_API const moe_gemm_config *moe_gemm_select(moe_precision p) {
   const moe_gemm_config *best = NULL;
   for (int i = 0; i < moe_kernel_count(); i++) {
     const moe_gemm_config *k = &moe__kernels[i];
-    if (k->precision == p && moe__isa_allowed(k->isa) && (!best || moe__isa_rank(k->isa) > moe__isa_rank(best->isa)) &&
-        moe_kernel_runnable(k))
+    if (k->precision == p && moe__isa_allowed(k->isa) && moe_kernel_runnable(k) &&
+        (!best || moe__isa_rank(k->isa) > moe__isa_rank(best->isa) ||
+         (k->isa == best->isa && moe__kernel_preferred(k))))
       best = k;
   }
   return best;

@@ -18,6 +18,7 @@
 #define MOE__AVX512_FP8 __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static inline
 #define MOE__AVX512_FP8_FN __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static
 /* the same targets for functions that must stay out of line */
+#define MOE__AVX512_BASE_FN __attribute__((target(MOE__T_AVX512))) static
 #define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_AVX512_VNNI))) static
 #define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_AVX512_BF16))) static
 #define MOE__INLINE __attribute__((always_inline))
@@ -232,6 +233,10 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__lowbit_zero(const moe__lowbit *L, int6
   const uint8_t *at = L->zeros[v >> 1] + (size_t)gi * MOE_NR + 16 * (size_t)(v & 1);
   return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)at));
 }
+/* ... as f32, for the f32 form's q - zero ... */
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_zero_f32(const moe__lowbit *L, int64_t gi, int np, __m512 zf[4]) {
+  for (int v = 0; v < 2 * np; v++) zf[v] = _mm512_cvtepi32_ps(moe__lowbit_zero(L, gi, v));
+}
 /* ... and as the words of layout (c): each column's zero in both of its words. */
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_zero_words(const moe__lowbit *L, int64_t gi, int np, __m512i zw[4]) {
   for (int v = 0; v < 2 * np; v++) {
@@ -264,9 +269,11 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int line
 }
 
 /* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
- * bf16 words of e2m1, twice (hi0), or of int4 q - zero (lo0). */
+ * bf16 words of e2m1, twice (hi0), or of int4 q - zero (lo0), and the 16 codes' f32 values (f32:
+ * e2m1, or int4 q before its zero point). */
 typedef struct moe__tables {
   __m512i hi0, hi1, lo0, lo1;
+  __m512 f32;
 } moe__tables;
 
 /* 64 bf16 high and low bytes -> the two lines of (a) they form (unpacking works within 16-byte
@@ -291,6 +298,25 @@ MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_zero(__m512i line, int j, __m
   __m512i q = _mm512_and_si512(_mm512_srli_epi16(line, (unsigned)(4 * j)), _mm512_set1_epi16(15));
   return (__m512bh)_mm512_permutexvar_epi16(_mm512_sub_epi16(q, zero), table);
 }
+/* The f32 form (Intel's cores run two f32 FMAs per cycle, but a 512-bit vdpbf16ps only every
+ * second cycle): the nibble at bit `shift` of every dword of a 4-bit line (layout (c): dword c =
+ * column c's even k in its low word, odd k in its high word) -> f32 of 16 columns; vpermps reads
+ * only the index's low 4 bits, so the bits above need no mask. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32(__m512i line, unsigned shift, __m512 table) {
+  return _mm512_permutexvar_ps(shift ? _mm512_srli_epi32(line, shift) : line, table);
+}
+/* ... for int4: q - zero, exact in f32. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_zero(__m512i line, unsigned shift, __m512 table, __m512 zero) {
+  return _mm512_sub_ps(moe__b4_f32(line, shift, table), zero);
+}
+/* A broadcast bf16 pair (moe__bcast_group) as f32: its odd k (the high word), its even k. An FMA
+ * with each, odd first, gives vdpbf16ps's bits (it adds the two exact products in that order,
+ * each rounded; measured bitwise on Emerald Rapids), bar its flushing of subnormals. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__bf16_hi_f32(__m512i pair) {
+  return _mm512_castsi512_ps(_mm512_and_si512(pair, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+MOE__AVX512_BASE MOE__INLINE __m512 moe__bf16_lo_f32(__m512i pair) { return _mm512_castsi512_ps(_mm512_slli_epi32(pair, 16)); }
+
 /* One W4A8 line (layout (d)) -> the u8 codes of columns 0-15 and 16-31. */
 MOE__AVX512_BASE MOE__INLINE void moe__q4_line(const uint8_t *line, __m512i *c0, __m512i *c1) {
   const __m512i m4 = _mm512_set1_epi8(15);
@@ -367,20 +393,21 @@ static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
   if (p == MOE_PREC_FP8) {
     memcpy(&t->hi0, moe__e4m3_bf16_hi, 64), memcpy(&t->hi1, moe__e4m3_bf16_hi + 64, 64);
     memcpy(&t->lo0, moe__e4m3_bf16_lo, 64), memcpy(&t->lo1, moe__e4m3_bf16_lo + 64, 64);
-  } else if (p == MOE_PREC_MXFP4) {
-    memcpy(&t->hi0, moe__e2m1_bf16, 64);
   } else {
-    memcpy(&t->lo0, moe__int5_bf16, 64);
+    float v[16];
+    memcpy(p == MOE_PREC_MXFP4 ? &t->hi0 : &t->lo0, p == MOE_PREC_MXFP4 ? moe__e2m1_bf16 : moe__int5_bf16, 64);
+    for (int c = 0; c < 16; c++) v[c] = p == MOE_PREC_MXFP4 ? moe_bf16_to_f32(moe__e2m1_bf16[c]) : (float)c;
+    memcpy(&t->f32, v, sizeof v);
   }
 }
 
 /* The row tiles of a call: one kind for gemm1 and gemm2 (the sums go to the totals; the epilogue,
  * moe__lowbit_store, tells the two apart). */
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_rows(moe_precision p, const moe_gemm_args *g, const moe__lowbit *L) {
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_rows(moe_precision p, int f32, const moe_gemm_args *g, const moe__lowbit *L) {
   if (p == MOE_PREC_FP8) moe__fp8_pair_rows(g, L);
   else if (moe__is_a8(p)) moe__q4_pair_rows(g, L);
-  else if (p == MOE_PREC_INT4_W4A16) moe__i4_pair_rows(g, L);
-  else moe__b4_pair_rows(g, L);
+  else if (p == MOE_PREC_INT4_W4A16) f32 ? moe__i4f_pair_rows(g, L) : moe__i4_pair_rows(g, L);
+  else f32 ? moe__b4f_pair_rows(g, L) : moe__b4_pair_rows(g, L);
 }
 
 /* The scales and zero points of the call's panels: they lie apart from the codes, and a scale that
@@ -403,7 +430,7 @@ static inline MOE__INLINE void moe__lowbit_init(moe_precision p, const moe_gemm_
   for (int q = 0; q < 2; q++) L->meta[q] = (q ? L->w1 : L->w0) + meta, L->zeros[q] = L->meta[q] + ng * MOE_NR * 4;
 }
 
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const moe_gemm_args *g, int gemm1, float *tot) {
+MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, int f32, const moe_gemm_args *g, int gemm1, float *tot) {
   const int np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   moe__tables tab;
   moe__lowbit L;
@@ -417,26 +444,30 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, const
   for (L.kb0 = 0; L.kb0 < g->kred; L.kb0 = L.kb1) {
     const int64_t kb = g->kgroup >= MOE__LOWBIT_KB ? g->kgroup : MOE__LOWBIT_KB / g->kgroup * g->kgroup;
     L.kb1 = L.kb0 + kb < g->kred ? L.kb0 + kb : g->kred;
-    moe__lowbit_rows(p, g, &L);
+    moe__lowbit_rows(p, f32, g, &L);
   }
   moe__lowbit_store(g, tot, gemm1, np, moe__is_a8(p));
 }
 
 /* The low-bit kernels of the list: tiles of up to 4 rows x 64 columns (gemm1: 32 gate + 32 up;
- * gemm2: two panels, an odd last one as both), heights balanced over the call's rows. */
-#define MOE__LOWBIT_UKERNELS(attr, fam, tile1, tile2, sfx, prec)                                             \
+ * gemm2: two panels, an odd last one as both), heights balanced over the call's rows. The fma
+ * rows run the 4-bit bf16-activation codes through f32 FMAs (moe__b4_f32), which Intel's cores
+ * prefer (moe__kernel_preferred). */
+#define MOE__LOWBIT_UKERNELS(attr, fam, tile1, tile2, sfx, prec, f32)                                        \
   attr void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {                             \
     MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                \
-    moe__lowbit_gemm_avx512(prec, g, 1, tot);                                                                \
+    moe__lowbit_gemm_avx512(prec, f32, g, 1, tot);                                                           \
   }                                                                                                          \
   attr void moe_##fam##_gemm2_ukernel_##tile2##__##sfx(const moe_gemm_args *g) {                             \
     MOE__ALIGN64 float tot[MOE_BLOCK_M * 64];                                                                \
-    moe__lowbit_gemm_avx512(prec, g, 0, tot);                                                                \
+    moe__lowbit_gemm_avx512(prec, f32, g, 0, tot);                                                           \
   }
-MOE__LOWBIT_UKERNELS(MOE__AVX512_FP8, bf16_fp8w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_FP8)
-MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_qc4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_INT4_W4A16)
-MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_mxfp4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_MXFP4)
-MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni, MOE_PREC_INT4_W4A8)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_FP8, bf16_fp8w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_FP8, 0)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_qc4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_INT4_W4A16, 0)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_mxfp4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_MXFP4, 0)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BASE, bf16_qc4w, 4x32c2, 4x64c2, avx512fma, MOE_PREC_INT4_W4A16, 1)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BASE, bf16_mxfp4w, 4x32c2, 4x64c2, avx512fma, MOE_PREC_MXFP4, 1)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni, MOE_PREC_INT4_W4A8, 0)
 #undef MOE__LOWBIT_UKERNELS
 
 /* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */

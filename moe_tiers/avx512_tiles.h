@@ -3007,3 +3007,987 @@ MOE__AVX512_VNNI_FN void moe__q4_pair_rows(const moe_gemm_args *g, const moe__lo
     r0 += rows;
   }
 }
+/* b4f pair, 1 row: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    }
+  }
+}
+
+/* b4f pair, 2 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    }
+  }
+}
+
+/* b4f pair, 3 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    }
+  }
+}
+
+/* b4f pair, 4 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
+    }
+  }
+}
+
+/* b4f pair over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BASE_FN void moe__b4f_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
+    switch (rows) {
+    case 1: moe__b4f_pair_tile_1(g, r0, L, pf); break;
+    case 2: moe__b4f_pair_tile_2(g, r0, L, pf); break;
+    case 3: moe__b4f_pair_tile_3(g, r0, L, pf); break;
+    default: moe__b4f_pair_tile_4(g, r0, L, pf); break;
+    }
+    r0 += rows;
+  }
+}
+/* i4f pair, 1 row: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 zf[4];
+    moe__lowbit_zero_f32(L, gi, 2, zf);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    }
+  }
+}
+
+/* i4f pair, 2 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 zf[4];
+    moe__lowbit_zero_f32(L, gi, 2, zf);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    }
+  }
+}
+
+/* i4f pair, 3 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 zf[4];
+    moe__lowbit_zero_f32(L, gi, 2, zf);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    }
+  }
+}
+
+/* i4f pair, 4 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
+  const __m512 t = L->tab->f32;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 zf[4];
+    moe__lowbit_zero_f32(L, gi, 2, zf);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      {
+      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
+    }
+  }
+}
+
+/* i4f pair over any mr: tiles of at most 4 rows, heights balanced */
+MOE__AVX512_BASE_FN void moe__i4f_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
+  const int32_t tiles = (g->mr + 3) / 4;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const uint8_t *pf[2];
+    moe__lowbit_pf(g, L, t, pf);
+    switch (rows) {
+    case 1: moe__i4f_pair_tile_1(g, r0, L, pf); break;
+    case 2: moe__i4f_pair_tile_2(g, r0, L, pf); break;
+    case 3: moe__i4f_pair_tile_3(g, r0, L, pf); break;
+    default: moe__i4f_pair_tile_4(g, r0, L, pf); break;
+    }
+    r0 += rows;
+  }
+}

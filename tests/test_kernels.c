@@ -156,7 +156,11 @@ typedef struct sweep_stats {
   double max_rel[3]; /* [1]: gemm1, [2]: gemm2 */
 } sweep_stats;
 
+/* Set while a kernel is compared with a sibling that must give its bits (0 tolerance). */
+static int exact_sibling;
+
 static double tolerance(moe_precision p, int which) {
+  if (exact_sibling) return 0.0;
   if (moe__is_a8(p)) return which == 2 ? 0.0 : 1e-5;
   return 5e-5;
 }
@@ -495,6 +499,30 @@ static void test_all_codes(const moe_gemm_config *k) {
   printf("%s: every code decodes exactly: %s\n", k->name, test_failures > before ? "FAILED" : "ok");
 }
 
+/* The f32 FMA rows (moe__b4_f32) against their vdpbf16ps siblings of the same tier: on Intel, whose
+ * vdpbf16ps adds its two exact products odd k first, each rounded, the bits must be the same (the
+ * data has no subnormals, which vdpbf16ps flushes); elsewhere within the usual tolerance. Returns
+ * the pairs compared. */
+static int test_fma_siblings(moe_isa only) {
+  int pairs = 0;
+  for (int i = 0; i < moe_kernel_count(); i++) {
+    const moe_gemm_config *k = moe_kernel_at(i);
+    if (strcmp(k->dot, "vfmadd231ps") != 0 || (only != MOE_ISA_COUNT && k->isa != only) || !moe_kernel_runnable(k)) continue;
+    for (int j = 0; j < moe_kernel_count(); j++) {
+      const moe_gemm_config *s = moe_kernel_at(j);
+      int before = test_failures;
+      if (s == k || s->isa != k->isa || s->precision != k->precision || !moe_kernel_runnable(s)) continue;
+      exact_sibling = (moe_cpu_features() & MOE_CPU_INTEL) != 0;
+      sweep_kernel(k, s);
+      exact_sibling = 0;
+      pairs++;
+      printf("%s (%s) vs %s: %s %s\n", k->name, moe_precision_name(k->precision), s->dot,
+             (moe_cpu_features() & MOE_CPU_INTEL) ? "bitwise (Intel)" : "within tolerance", test_failures > before ? "FAILED" : "ok");
+    }
+  }
+  return pairs;
+}
+
 static double now_s(void) {
   struct timespec ts;
   timespec_get(&ts, TIME_UTC);
@@ -542,6 +570,7 @@ int main(int argc, char **argv) {
     printf("reference only (no fast kernel yet) %s (%s): %s\n", ref->name, moe_precision_name((moe_precision)p),
            test_failures > before ? "FAILED" : "runs clean");
   }
+  test_fma_siblings(only);
   vector_rows = test_row_ops();
   test_edge_activations();
   printf("%d kernels tested, %d skipped, %d vector row-op tiers, %.1f s\n", tested, skipped, vector_rows, now_s() - t0);

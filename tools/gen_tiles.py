@@ -119,6 +119,10 @@ DIRECT = [
     dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
     dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True),
     dict(name="q4", kr=4, vec="__m512i", attr="MOE__AVX512_VNNI_FN", pairs=0),
+    # the same 4-bit codes as f32 (vpermps) into f32 FMAs, odd k before even: vdpbf16ps's bits at
+    # twice its rate on Intel's cores (moe__b4_f32)
+    dict(name="b4f", kr=8, vec="__m512", attr="MOE__AVX512_BASE_FN", pairs=4, f32=True),
+    dict(name="i4f", kr=8, vec="__m512", attr="MOE__AVX512_BASE_FN", pairs=4, zero=True, f32=True),
 ]
 
 
@@ -131,6 +135,8 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     by_panel = mr > 4
     groups = [[p] for p in range(np)] if by_panel else [list(range(np))]
     out = [f"    {{ const int64_t i_ = {index};"]
+    if fam.get("f32"):
+        return out + f32_step(fam, kind, mr, bcast, acc, prefetch)
     if fam["pairs"] == 4:
         out.append("    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";")
     for j in range(max(fam["pairs"], 1)):
@@ -162,6 +168,25 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     return out
 
 
+def f32_step(fam, kind, mr, bcast, acc, prefetch):
+    """The f32 form of a 4-bit step: per pair, the odd k of every vector (the codes' high words)
+    into every row's FMAs, then the even k, as vdpbf16ps adds them."""
+    np = kind["panels"]
+    fn = "moe__b4_f32_zero" if fam.get("zero") else "moe__b4_f32"
+    zero = lambda v: f", zf[{v}]" if fam.get("zero") else ""
+    out = ["    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";"]
+    for j in range(fam["pairs"]):
+        c = acc(j)
+        for half, shift in (("hi", 16 + 4 * j), ("lo", 4 * j)):
+            out.append("    {")
+            out.append("    const __m512 " + ", ".join(f"v{p}{h} = {fn}(l{p}{h}, {shift}, t{zero(2 * p + h)})" for p in range(np) for h in range(2)) + ";")
+            for r in range(mr):
+                fmas = " ".join(f"{c}{2 * p + h}_{r} = _mm512_fmadd_ps(a, v{p}{h}, {c}{2 * p + h}_{r});" for p in range(np) for h in range(2))
+                out.append(f"    {{ const __m512 a = moe__bf16_{half}_f32({bcast(r, j)}); {fmas} }}")
+            out.append("    }")
+    return out + list(prefetch) + ["    }"]
+
+
 def direct_tile(fam, kind, mr):
     """Group by group over the k block [kb0, kb1): sums from zero, the group's steps, then scaled into
     the totals.
@@ -185,12 +210,17 @@ def direct_tile(fam, kind, mr):
            "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";"]
     if f == "fp8":
         out.append("  const moe__tables t = *L->tab;")
+    elif fam.get("f32"):
+        out.append("  const __m512 t = L->tab->f32;")
     elif fam["pairs"] == 4:
         out.append(f"  const __m512i t = L->tab->{'lo0' if fam.get('zero') else 'hi0'};")
     out.append("  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {")
     out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
     out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
-    if fam.get("zero"):
+    if fam.get("zero") and fam.get("f32"):
+        out.append("    __m512 zf[4];")
+        out.append(f"    moe__lowbit_zero_f32(L, gi, {kind['panels']}, zf);")
+    elif fam.get("zero"):
         out.append("    __m512i zw[4];")
         out.append(f"    moe__lowbit_zero_words(L, gi, {kind['panels']}, zw);")
     if f == "q4":
