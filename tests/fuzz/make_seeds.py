@@ -608,11 +608,32 @@ def pack_seeds():
     }
 
 
+# ---------------------------------------------------------------------------------------------- the layer
+def layer_seed(prec, E, N, K, M, topk, dtype=0, act=0, flags=0, strides=0, ctl=0, extra=0, fill=1024):
+    """fuzz_layer.c's input: the 12-byte header (E, N, K stored so that the target's 1 + b % range
+    gives them), then `fill` bytes for ids, weights, the map, x and the logits."""
+    return bytes([prec, E - 1, N - 1, K - 1, M, topk, dtype, act, flags, strides, ctl, extra]) + pattern(fill, prec + 7 * M)
+
+
+def layer_seeds():
+    return {
+        "bf16_fused": layer_seed(0, 4, 20, 33, 5, 2),
+        "fp16_in_place_map": layer_seed(1, 3, 16, 40, 3, 2, dtype=1, flags=1 | 2, strides=2 | 2 << 2),
+        "int8_shared_gate": layer_seed(2, 5, 31, 64, 7, 3, dtype=2, flags=4 | 8 | 32, ctl=1),
+        "fp8_forward": layer_seed(3, 4, 12, 70, 6, 2, act=1, ctl=2 << 2 | 1 << 4, extra=7),
+        "w4a8_chunks": layer_seed(4, 6, 40, 64, 9, 3, flags=32 | 64, ctl=2, strides=1 | 1 << 2),
+        "w4a16_shared": layer_seed(5, 2, 8, 48, 4, 1, act=2, flags=4 | 128, ctl=1 << 2, extra=8 | 2),
+        "mxfp4_oai": layer_seed(6, 3, 24, 64, 8, 2, act=2, extra=2 | 1),
+        "bad_ws_short": layer_seed(0, 2, 8, 16, 2, 1, flags=16),
+        "bad_ids": layer_seed(2, 3, 8, 16, 4, 4, dtype=3, act=3, strides=3),
+    }
+
+
 # ---------------------------------------------------------------------------------------------- main
 def build():
     corpora = {"fuzz_safetensors": safetensors_seeds(), "fuzz_gguf": gguf_seeds(),
                "fuzz_config": config_seeds(), "fuzz_index": index_seeds(), "fuzz_route": route_seeds(),
-               "fuzz_pack": pack_seeds()}
+               "fuzz_pack": pack_seeds(), "fuzz_layer": layer_seeds()}
     for target, seeds in corpora.items():
         for name, data in seeds.items():
             assert len(data) < MAX_SEED, "%s/%s is %d bytes" % (target, name, len(data))

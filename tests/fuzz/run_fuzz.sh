@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds and runs the fuzz targets (the checkpoint parsers, the packed-file reader, moe_route, moe_pack) (libFuzzer + ASan + UBSan).
+# Builds and runs the fuzz targets (the checkpoint parsers, the packed-file reader, moe_route, moe_pack,
+# the layer calls) (libFuzzer + ASan + UBSan).
 #
 #   tests/fuzz/run_fuzz.sh [BUILD_DIR] [RUNS] [TARGET...]
 #
 # BUILD_DIR  where the binaries, the working corpora, logs and crash artifacts go
 #            (default: $TMPDIR/moe-fuzz, or /tmp/moe-fuzz)
 # RUNS       executions per target (default 20000; -runs=N of libFuzzer)
-# TARGET     any of safetensors index config gguf packfile route pack (default: the first six, in that
-#            order; pack, moe_pack against its scalar twin, takes a minute to build with the sanitizers,
-#            so the suite's short run leaves it to the documented long one)
+# TARGET     any of safetensors index config gguf packfile route pack layer (default: the first six, in that
+#            order; pack (moe_pack against its scalar twin) and layer (moe_fused_experts, moe_shared_expert
+#            and moe_forward against the scalar tier) compile every kernel with the sanitizers, a minute
+#            or more each, so the suite's short run leaves them to the documented long one)
 #
 # Each target runs over a fresh copy of tests/fuzz/corpus/fuzz_<target>/ (the repository's corpus is
 # never written), with -max_len=65536 -timeout=10 -rss_limit_mb=2048. One line per target: executions,
