@@ -168,6 +168,11 @@ typedef struct moe_ckpt_layer {
 #define MOE_CKPT_AUTO (-1)
 MOE_API moe_status moe_ckpt_load_layer(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
                                        moe_ckpt_error *err);
+/* The same with the experts imported on the caller's threads (par as the compute calls take it;
+ * NULL: one thread): one expert per item, the same bytes for any thread count and order; on a
+ * failure the status and message of the lowest failing expert. (GGUF files import on one thread.) */
+MOE_API moe_status moe_ckpt_load_layer_parallel(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
+                                                moe_ckpt_error *err, const moe_parallel *par);
 /* The same without importing the experts: the router, its biases, the shared expert's gate and the
  * activation as moe_ckpt_load_layer gives them, and experts / shared described (E, N, K, precision,
  * blocks; every tensor checked) with no weights (w13, w2 and biases NULL): for experts that come
@@ -197,6 +202,9 @@ MOE_API void moe_ckpt_router_logits(const moe_ckpt_layer *l, const float *x, int
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* ==== errors ===================================================================================== */
 #if defined(__GNUC__)
@@ -1161,6 +1169,7 @@ typedef struct moe__ck_load {
   int n_owned;
   int64_t layer;
   int no_weights; /* moe_ckpt_load_router: experts described, their tensors checked, nothing imported */
+  const moe_parallel *par; /* the experts' imports: the caller's threads, or NULL */
 } moe__ck_load;
 
 static void *moe__ck_own(moe__ck_load *ld, size_t n, size_t size) {
@@ -1519,6 +1528,66 @@ static moe_status moe__ck_hf_mlp(moe__ck_load *ld, moe_weights *w, int64_t e, co
   return MOE_OK;
 }
 
+/* Imports expert e of a layer (after every tensor was checked). */
+typedef moe_status (*moe__ck_expert_fn)(moe__ck_load *ld, const void *ctx, int64_t e);
+typedef struct moe__ck_experts_job {
+  moe__ck_load *ld;
+  moe__ck_expert_fn one;
+  const void *ctx;
+  moe_status *st; /* [E] */
+} moe__ck_experts_job;
+static void moe__ck_expert_item(void *arg, int64_t e) {
+  const moe__ck_experts_job *J = (const moe__ck_experts_job *)arg;
+  moe_ckpt_error scratch; /* each item its own message: the caller's is written once, below */
+  moe__ck_load ld = *J->ld;
+  ld.err = &scratch;
+  J->st[e] = J->one(&ld, J->ctx, e);
+}
+/* Experts 0..E-1 through one(), on ld->par's threads (each expert writes only its own rows and
+ * scales); a failure is redone alone for the lowest failing expert, so the message is the same for
+ * any thread count. */
+static moe_status moe__ck_experts(moe__ck_load *ld, int64_t E, moe__ck_expert_fn one, const void *ctx) {
+  moe__ck_experts_job J;
+  moe_status *st;
+  if (!ld->par || E < 2) {
+    for (int64_t e = 0; e < E; e++) {
+      moe_status s = one(ld, ctx, e);
+      if (s != MOE_OK) return s;
+    }
+    return MOE_OK;
+  }
+  if (!(st = (moe_status *)calloc((size_t)E, sizeof *st))) return moe__ck_fail(ld->err, MOE_ERR_OVERFLOW, "out of memory");
+  J.ld = ld, J.one = one, J.ctx = ctx, J.st = st;
+  if (ld->par->parallel_for) ld->par->parallel_for(ld->par->pool, moe__ck_expert_item, &J, E);
+  else { /* no pool function: OpenMP's threads, as the compute calls take it */
+    int64_t e;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ld->par->n_threads > 0 ? ld->par->n_threads : omp_get_max_threads())
+#endif
+    for (e = 0; e < E; e++) moe__ck_expert_item(&J, e);
+  }
+  for (int64_t e = 0; e < E; e++)
+    if (st[e] != MOE_OK) {
+      free(st);
+      return one(ld, ctx, e);
+    }
+  free(st);
+  return MOE_OK;
+}
+
+/* Expert e of an HF layer: its MLP under ctx (the layer prefix) + ".experts.e". */
+typedef struct moe__ck_hf_experts {
+  moe_weights *w;
+  const char *prefix;
+  moe_ckpt_dtype dt;
+} moe__ck_hf_experts;
+static moe_status moe__ck_hf_expert(moe__ck_load *ld, const void *ctx, int64_t e) {
+  const moe__ck_hf_experts *x = (const moe__ck_hf_experts *)ctx;
+  char module[256];
+  snprintf(module, sizeof module, "%s.experts.%lld", x->prefix, (long long)e);
+  return moe__ck_hf_mlp(ld, x->w, e, module, x->dt, 0);
+}
+
 /* What the file's weights are exactly, as a precision; `want` may pick W4A8 for int4 files. */
 static moe_status moe__ck_precision(moe__ck_load *ld, moe_ckpt_dtype dt, int want, moe_precision *p) {
   moe_precision auto_p;
@@ -1587,6 +1656,22 @@ static moe_status moe__ck_biases(moe__ck_load *ld, moe_weights *w, const moe_ckp
   return MOE_OK;
 }
 
+/* Expert e of gpt-oss's stacked MXFP4 tensors (gate_up blocks, scales, down blocks, scales). */
+typedef struct moe__ck_oai_experts {
+  moe_weights *w;
+  const moe_ckpt_tensor *t[4];
+} moe__ck_oai_experts;
+static moe_status moe__ck_oai_expert(moe__ck_load *ld, const void *ctx, int64_t e) {
+  const moe__ck_oai_experts *x = (const moe__ck_oai_experts *)ctx;
+  moe__ck_mat m;
+  moe_status st;
+  memset(&m, 0, sizeof m);
+  m.kind = MOE__CK_OAI_MXFP4, m.w = x->t[0], m.s = x->t[1], m.rows = 2 * x->w->N, m.cols = x->w->K, m.expert = e, m.interleaved = 1;
+  if ((st = moe__ck_put(ld, x->w, 0, e, 0, &m)) != MOE_OK) return st;
+  m.w = x->t[2], m.s = x->t[3], m.rows = x->w->K, m.cols = x->w->N, m.interleaved = 0;
+  return moe__ck_put(ld, x->w, 1, e, 0, &m);
+}
+
 static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
   const moe_ckpt_config *c = &ld->c->cfg;
   moe_ckpt_layer *L = ld->L;
@@ -1609,7 +1694,6 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
   /* experts */
   if (c->arch == MOE_CKPT_GPT_OSS) {
     const moe_ckpt_tensor *gb, *gs, *db, *ds;
-    moe__ck_mat m;
     if (c->quant != MOE_CKPT_QUANT_MXFP4) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "gpt_oss without mxfp4 experts (the bf16 release) is not read");
     if (K % 32 || N % 32) return moe__ck_fail(ld->err, MOE_ERR_SHAPE, "gpt_oss: hidden %lld and intermediate %lld must be multiples of 32", (long long)K, (long long)N);
     if (!(gb = moe__ck_get(ld, 1, "%s.experts.gate_up_proj_blocks", prefix)) || !(gs = moe__ck_get(ld, 1, "%s.experts.gate_up_proj_scales", prefix)) ||
@@ -1619,12 +1703,9 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
         !moe__ck_check(ld, db, (MOE__CK_T(MOE_CKPT_U8)), 4, E, K, N / 32, 16) || !moe__ck_check(ld, ds, (MOE__CK_T(MOE_CKPT_U8)), 3, E, K, N / 32, 0))
       return MOE_ERR_SHAPE;
     if ((st = moe__ck_precision(ld, MOE_CKPT_U8, precision, &p)) != MOE_OK || (st = moe__ck_alloc_weights(ld, &L->experts, p, E, N, K)) != MOE_OK) return st;
-    for (int64_t e = 0; e < E; e++) {
-      memset(&m, 0, sizeof m);
-      m.kind = MOE__CK_OAI_MXFP4, m.w = gb, m.s = gs, m.rows = 2 * N, m.cols = K, m.expert = e, m.interleaved = 1;
-      if ((st = moe__ck_put(ld, &L->experts, 0, e, 0, &m)) != MOE_OK) return st;
-      m.w = db, m.s = ds, m.rows = K, m.cols = N, m.interleaved = 0;
-      if ((st = moe__ck_put(ld, &L->experts, 1, e, 0, &m)) != MOE_OK) return st;
+    {
+      const moe__ck_oai_experts x = {&L->experts, {gb, gs, db, ds}};
+      if ((st = moe__ck_experts(ld, E, moe__ck_oai_expert, &x)) != MOE_OK) return st;
     }
     if (!(gb = moe__ck_get(ld, 1, "%s.experts.gate_up_proj_bias", prefix)) || !(db = moe__ck_get(ld, 1, "%s.experts.down_proj_bias", prefix))) return MOE_ERR_SHAPE;
     if ((st = moe__ck_biases(ld, &L->experts, gb, NULL, db)) != MOE_OK) return st;
@@ -1649,9 +1730,9 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
     if ((st = moe__ck_hf_mlp(ld, &L->experts, e, module, dt, 1)) != MOE_OK) return st;
   }
   if ((st = moe__ck_alloc_weights(ld, &L->experts, p, E, N, K)) != MOE_OK) return st;
-  for (int64_t e = 0; e < E; e++) {
-    snprintf(module, sizeof module, "%s.experts.%lld", prefix, (long long)e);
-    if ((st = moe__ck_hf_mlp(ld, &L->experts, e, module, dt, 0)) != MOE_OK) return st;
+  {
+    const moe__ck_hf_experts x = {&L->experts, prefix, dt};
+    if ((st = moe__ck_experts(ld, E, moe__ck_hf_expert, &x)) != MOE_OK) return st;
   }
   if (c->shared_inter > 0) {
     moe_weights *s = &L->shared;
@@ -1734,7 +1815,7 @@ MOE_API void moe_ckpt_layer_free(moe_ckpt_layer *l) {
 }
 
 static moe_status moe__ck_load_layer(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
-                                     moe_ckpt_error *err, int no_weights) {
+                                     moe_ckpt_error *err, int no_weights, const moe_parallel *par) {
   moe__ck_load ld;
   const moe_ckpt_config *cf;
   moe_router *r;
@@ -1746,7 +1827,7 @@ static moe_status moe__ck_load_layer(const moe_ckpt *c, int64_t layer, int preci
   if (layer < 0 || layer >= cf->n_layers) return moe__ck_fail(err, MOE_ERR_EXPERT_ID, "layer %lld: the model has %lld layers", (long long)layer, (long long)cf->n_layers);
   if (!moe__ck_is_moe_layer(cf, layer))
     return moe__ck_fail(err, MOE_ERR_EXPERT_ID, "layer %lld is a dense layer (first MoE layer %lld, every %lld)", (long long)layer, (long long)cf->first_dense, (long long)cf->moe_every);
-  ld.c = c, ld.L = out, ld.err = err, ld.n_owned = 0, ld.layer = layer, ld.no_weights = no_weights;
+  ld.c = c, ld.L = out, ld.err = err, ld.n_owned = 0, ld.layer = layer, ld.no_weights = no_weights, ld.par = par;
   st = c->gguf ? moe__ck_layer_gguf(&ld, precision) : moe__ck_layer_hf(&ld, precision);
   if (st == MOE_OK && cf->sigmoid && !out->correction_bias && !(out->correction_bias = (float *)moe__ck_own(&ld, (size_t)cf->n_experts, sizeof(float))))
     st = moe__ck_fail(err, MOE_ERR_OVERFLOW, "out of memory");
@@ -1765,11 +1846,15 @@ static moe_status moe__ck_load_layer(const moe_ckpt *c, int64_t layer, int preci
 }
 
 MOE_API moe_status moe_ckpt_load_layer(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out, moe_ckpt_error *err) {
-  return moe__ck_load_layer(c, layer, precision, out, err, 0);
+  return moe__ck_load_layer(c, layer, precision, out, err, 0, NULL);
+}
+MOE_API moe_status moe_ckpt_load_layer_parallel(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
+                                                moe_ckpt_error *err, const moe_parallel *par) {
+  return moe__ck_load_layer(c, layer, precision, out, err, 0, par);
 }
 MOE_API moe_status moe_ckpt_load_router(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
                                         moe_ckpt_error *err) {
-  return moe__ck_load_layer(c, layer, precision, out, err, 1);
+  return moe__ck_load_layer(c, layer, precision, out, err, 1, NULL);
 }
 
 MOE_API void moe_ckpt_router_logits(const moe_ckpt_layer *l, const float *x, int64_t M, float *logits) {

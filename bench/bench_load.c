@@ -3,7 +3,7 @@
  *
  *   memcpy     the checkpoint's bytes copied once from the page cache (the yardstick; mapping and
  *              page faults of the mapping included, as a loader has them)
- *   first      every layer read and imported (moe_ckpt_load_layer) and packed (moe_pack_parallel)
+ *   first      every layer read and imported (moe_ckpt_load_layer_parallel) and packed (moe_pack_parallel)
  *   write      the packed layers into one packed file (moe_packfile_write; not part of "first")
  *   reopen     the packed file mapped and every router read (moe_packfile_open, moe_ckpt_load_router)
  *   calls      layer 0 at M tokens on the freshly packed experts and on the mapped ones: one warm-up
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
     moe_parallel par = {pool_parallel_for, pool, o.threads};
     size_t n;
     double t = now_s();
-    if (moe_ckpt_load_layer(ck, l, MOE_PREC_BF16, &L[l], &err) != MOE_OK) die("moe_ckpt_load_layer: %s", err.msg);
+    if (moe_ckpt_load_layer_parallel(ck, l, MOE_PREC_BF16, &L[l], &err, &par) != MOE_OK) die("moe_ckpt_load_layer_parallel: %s", err.msg);
     t_load += now_s() - t;
     t = now_s();
     n = moe_pack_size(&L[l].experts);

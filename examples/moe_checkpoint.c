@@ -50,6 +50,9 @@ typedef struct options {
   int m_given;
 } options;
 
+/* The library's default threads (OpenMP's; one without OpenMP): loading and packing take them. */
+static const moe_parallel all_threads = {NULL, NULL, 0};
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: moe_checkpoint PATH --layer L [--x X.npy --out OUT.npy] [--threads T] [--precision P] [--m M]\n"
@@ -413,7 +416,7 @@ static int all_layers(const options *o, moe_ckpt *ck) {
     int shared;
     memset(&err, 0, sizeof err);
     t = now_ms();
-    st = pf ? moe_ckpt_load_router(ck, l, o->precision, &L[l], &err) : moe_ckpt_load_layer(ck, l, o->precision, &L[l], &err);
+    st = pf ? moe_ckpt_load_router(ck, l, o->precision, &L[l], &err) : moe_ckpt_load_layer_parallel(ck, l, o->precision, &L[l], &err, &all_threads);
     t_load += now_ms() - t;
     if (st == MOE_ERR_EXPERT_ID) continue; /* a dense layer */
     if (st != MOE_OK) {
@@ -517,7 +520,7 @@ int main(int argc, char **argv) {
 
   memset(&err, 0, sizeof err);
   memset(&L, 0, sizeof L);
-  st = o.packed ? moe_ckpt_load_router(ck, o.layer, o.precision, &L, &err) : moe_ckpt_load_layer(ck, o.layer, o.precision, &L, &err);
+  st = o.packed ? moe_ckpt_load_router(ck, o.layer, o.precision, &L, &err) : moe_ckpt_load_layer_parallel(ck, o.layer, o.precision, &L, &err, &all_threads);
   if (st != MOE_OK) {
     snprintf(what, sizeof what, "layer %lld", (long long)o.layer);
     die_status(what, st, &err);

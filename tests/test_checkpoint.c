@@ -32,6 +32,7 @@
 #define MOE_CHECKPOINT_IMPLEMENTATION
 #include "../moe_checkpoint.h"
 #include "test_util.h"
+#include <pthread.h>
 #include "oracle.h"
 #include "../examples/npy.h"
 
@@ -954,6 +955,56 @@ static moe_precision expected_prec(int fmt, int asked) {
 }
 
 /* rows of the loaded plain weights against the test's (dequantized by oracle.h) */
+/* A pool of three threads, each running the items i = t (mod 3) backwards: moe_parallel's contract,
+ * in an order no serial loop has. */
+typedef struct tri_job {
+  void (*fn)(void *, int64_t);
+  void *arg;
+  int64_t n, t;
+} tri_job;
+static void *tri_thread(void *p) {
+  tri_job *j = (tri_job *)p;
+  for (int64_t i = j->n - 1 - ((j->n - 1 - j->t) % 3 + 3) % 3; i >= 0; i -= 3) j->fn(j->arg, i);
+  return NULL;
+}
+static void tri_parallel_for(void *pool, void (*fn)(void *, int64_t), void *arg, int64_t n) {
+  pthread_t th[3];
+  tri_job j[3];
+  (void)pool;
+  for (int t = 0; t < 3; t++) j[t].fn = fn, j[t].arg = arg, j[t].n = n, j[t].t = t, pthread_create(&th[t], NULL, tri_thread, &j[t]);
+  for (int t = 0; t < 3; t++) pthread_join(th[t], NULL);
+}
+
+/* moe_ckpt_load_layer_parallel on three threads gives the bytes of the serial load (compared packed). */
+static void check_parallel_load(const char *tag, const moe_ckpt *ck, int64_t l, int precision, const moe_ckpt_layer *serial) {
+  const moe_parallel par = {tri_parallel_for, NULL, 3};
+  moe_ckpt_layer PL;
+  moe_ckpt_error err;
+  moe_status st;
+  memset(&err, 0, sizeof err);
+  st = moe_ckpt_load_layer_parallel(ck, l, precision, &PL, &err, &par);
+  CHECK(st == MOE_OK, "%s: moe_ckpt_load_layer_parallel: %s (%s)", tag, moe_status_str(st), err.msg);
+  if (st != MOE_OK) return;
+  for (int which = 0; which < 2; which++) {
+    const moe_weights *a = which ? &serial->shared : &serial->experts, *b = which ? &PL.shared : &PL.experts;
+    const size_t n = a->E ? moe_pack_size(a) : 0;
+    moe_experts xa, xb;
+    void *ba, *bb;
+    if (!n) continue;
+    ba = test_malloc(n), bb = test_malloc(n);
+    memset(ba, 0, n), memset(bb, 0, n);
+    /* the panels, wherever in its buffer each pack put them (alignment) */
+    CHECK(moe_pack(a, &xa, ba, n) == MOE_OK && moe_pack(b, &xb, bb, n) == MOE_OK &&
+              !memcmp(xa.w13, xb.w13, (size_t)xa.E * (size_t)xa.panels13 * xa.panel13_bytes) &&
+              !memcmp(xa.w2, xb.w2, (size_t)xa.E * (size_t)xa.panels2 * xa.panel2_bytes) &&
+              (!xa.b13 || (!memcmp(xa.b13, xb.b13, (size_t)(xa.E * 2 * xa.N) * sizeof(float)) &&
+                           !memcmp(xa.b2, xb.b2, (size_t)(xa.E * xa.K) * sizeof(float)))),
+          "%s: %s loaded on three threads differ from the serial load", tag, which ? "shared expert" : "experts");
+    free(ba), free(bb);
+  }
+  moe_ckpt_layer_free(&PL);
+}
+
 static void compare_weights(const char *tag, const moe_weights *got, const orc_plain *mine, const q8w *q8) {
   const int64_t E = got->E, N = got->N, K = got->K;
   int64_t bad = 0, total = 0;
@@ -1066,6 +1117,7 @@ static void run_layer(const model *m, moe_ckpt *ck, int l, int precision) {
       compare_weights(t2, &CL.shared, q8 ? NULL : &tmp, q8 ? &L->qs : NULL);
     }
   }
+  check_parallel_load(tag, ck, l, precision, &CL);
   CHECK(exact_diff(CL.router_w, L->rw, E * K) == 0, "%s: router weight differs", tag);
   CHECK(L->rb ? exact_diff(CL.router_b, L->rb, E) == 0 : CL.router_b == NULL, "%s: router bias", tag);
   CHECK(L->corr ? exact_diff(CL.correction_bias, L->corr, E) == 0 && CL.router.correction_bias == CL.correction_bias
@@ -1227,6 +1279,15 @@ static void expect_layer_fail(const char *what, moe_ckpt *ck, int64_t layer, moe
   if (st != MOE_OK && in_msg) CHECK(strstr(err.msg, in_msg) != NULL, "%s: err.msg \"%s\" does not name %s", what, err.msg, in_msg);
   if (st == MOE_OK) moe_ckpt_layer_free(&CL);
   else printf("%s: layer %lld: %s: %s\n", what, (long long)layer, moe_status_str(st), err.msg);
+  { /* on three threads: the same status and message (the lowest failing expert's) */
+    const moe_parallel par = {tri_parallel_for, NULL, 3};
+    moe_ckpt_error perr;
+    memset(&perr, 0, sizeof perr);
+    moe_status pst = moe_ckpt_load_layer_parallel(ck, layer, MOE_CKPT_AUTO, &CL, &perr, &par);
+    CHECK(pst == st && (st == MOE_OK || strcmp(perr.msg, err.msg) == 0), "%s: on three threads %s (%s), serially %s (%s)", what,
+          moe_status_str(pst), perr.msg, moe_status_str(st), err.msg);
+    if (pst == MOE_OK) moe_ckpt_layer_free(&CL);
+  }
 }
 
 /* writes the model, opens it (dir, or file when open_file is set) and runs every MoE layer */
