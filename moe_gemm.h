@@ -101,6 +101,17 @@ MOE_API size_t moe_pack_size(const moe_weights *plain);
  * Validates everything before writing: MOE_ERR_NULL, _SHAPE, _DESCRIPTOR, _UNSUPPORTED, _OVERFLOW,
  * _BUFFER, _ARG. FP16 weights become bf16 here (round to nearest even). */
 MOE_API moe_status moe_pack(const moe_weights *plain, moe_experts *packed, void *buf, size_t size);
+/* Packs experts [e0, e0 + part->E) of a model into their place in the packed storage of all of them,
+ * for loaders that import a few experts at a time and never hold every plain weight. whole: the
+ * descriptor moe_pack() would take for all E experts (checked as moe_pack checks it; its arrays are
+ * never read: any non-NULL pointers, and b13/b2 only say whether there are biases); part: the plain
+ * weights of part->E experts with the same precision, N, K, blocks and biases present or absent.
+ * Fills *packed as moe_pack(whole, ...) would (the same values at every call); the packed experts
+ * are complete, and equal to moe_pack's bytes, once every expert was packed once. Calls for
+ * different experts may run at the same time on their own moe_experts. Statuses as moe_pack's, and
+ * MOE_ERR_EXPERT_ID for a range outside [0, whole->E), MOE_ERR_DESCRIPTOR for a part unlike whole. */
+MOE_API moe_status moe_pack_part(const moe_weights *whole, const moe_weights *part, int64_t e0, moe_experts *packed,
+                                 void *buf, size_t size);
 
 /* ---- microkernels ---------------------------------------------------------------------------- */
 typedef struct moe_gemm_args {
@@ -641,20 +652,24 @@ static inline moe__plain_mat moe__plain_of(const moe_weights *w, const moe__pack
 static inline int64_t moe__pack_units(const moe_weights *plain, const moe__pack_plan *pl) {
   return plain->E * (pl->panels13 + pl->panels2);
 }
-/* Packs unit u into the packed storage at base. */
-static inline void moe__pack_unit(const moe_weights *plain, const moe__pack_plan *pl, uint8_t *base, int64_t u) {
+/* Packs unit u of plain's experts into W13 panels from w13 on and W2 panels from w2 on. */
+static inline void moe__pack_unit_into(const moe_weights *plain, const moe__pack_plan *pl, uint8_t *w13, uint8_t *w2, int64_t u) {
   const int64_t per13 = plain->E * pl->panels13;
   if (u < per13) { /* W13 panel pair hp of expert e: gate rows, then up rows */
     const int64_t e = u / pl->panels13, q = u % pl->panels13, hp = q / 2;
     const moe__plain_mat m = moe__plain_of(plain, pl, 13, e);
     const int32_t nv = (int32_t)(plain->N - hp * MOE_NR < MOE_NR ? plain->N - hp * MOE_NR : MOE_NR);
-    moe__pack_panel(&m, (q & 1 ? plain->N : 0) + hp * MOE_NR, nv, base + (size_t)u * pl->panel13_bytes, pl->panel13_bytes);
+    moe__pack_panel(&m, (q & 1 ? plain->N : 0) + hp * MOE_NR, nv, w13 + (size_t)u * pl->panel13_bytes, pl->panel13_bytes);
   } else {
     const int64_t v = u - per13, e = v / pl->panels2, q = v % pl->panels2;
     const moe__plain_mat m = moe__plain_of(plain, pl, 2, e);
     const int32_t nv = (int32_t)(plain->K - q * MOE_NR < MOE_NR ? plain->K - q * MOE_NR : MOE_NR);
-    moe__pack_panel(&m, q * MOE_NR, nv, base + pl->w13_bytes + (size_t)v * pl->panel2_bytes, pl->panel2_bytes);
+    moe__pack_panel(&m, q * MOE_NR, nv, w2 + (size_t)v * pl->panel2_bytes, pl->panel2_bytes);
   }
+}
+/* Packs unit u into the packed storage at base. */
+static inline void moe__pack_unit(const moe_weights *plain, const moe__pack_plan *pl, uint8_t *base, int64_t u) {
+  moe__pack_unit_into(plain, pl, base, base + pl->w13_bytes, u);
 }
 
 /* Validates a pack and lays out *packed in buf (no panel written yet); *base: the aligned storage. */
@@ -700,6 +715,32 @@ MOE_API moe_status moe_pack(const moe_weights *plain, moe_experts *packed, void 
   if (st != MOE_OK) return st;
   for (int64_t u = 0; u < moe__pack_units(plain, &pl); u++) moe__pack_unit(plain, &pl, base, u);
   moe__pack_end(plain, packed, &pl, base);
+  return MOE_OK;
+}
+
+MOE_API moe_status moe_pack_part(const moe_weights *whole, const moe_weights *part, int64_t e0, moe_experts *packed,
+                                 void *buf, size_t size) {
+  moe__pack_plan pl, pp;
+  uint8_t *base = NULL, *w13, *w2;
+  moe_status st = moe__pack_begin(whole, packed, buf, size, &pl, &base);
+  if (st != MOE_OK) return st;
+  if ((st = moe__plan_pack(part, &pp)) != MOE_OK) return st;
+  if (part->precision != whole->precision || part->N != whole->N || part->K != whole->K || pp.block_n != pl.block_n ||
+      pp.block_k != pl.block_k || pp.group != pl.group || !part->b13 != !whole->b13 || !part->b2 != !whole->b2)
+    return MOE_ERR_DESCRIPTOR;
+  if (e0 < 0 || e0 > whole->E - part->E) return MOE_ERR_EXPERT_ID;
+  w13 = base + (size_t)e0 * (size_t)pl.panels13 * pl.panel13_bytes;
+  w2 = base + pl.w13_bytes + (size_t)e0 * (size_t)pl.panels2 * pl.panel2_bytes;
+  for (int64_t u = 0; u < moe__pack_units(part, &pp); u++) moe__pack_unit_into(part, &pp, w13, w2, u);
+  if (part->b13)
+    memcpy(base + pl.w13_bytes + pl.w2_bytes + (size_t)e0 * 2 * (size_t)whole->N * sizeof(float), part->b13,
+           (size_t)part->E * 2 * (size_t)part->N * sizeof(float));
+  if (part->b2)
+    memcpy(base + pl.w13_bytes + pl.w2_bytes + pl.b13_bytes + (size_t)e0 * (size_t)whole->K * sizeof(float), part->b2,
+           (size_t)part->E * (size_t)part->K * sizeof(float));
+  if (whole->b13) packed->b13 = (const float *)(base + pl.w13_bytes + pl.w2_bytes);
+  if (whole->b2) packed->b2 = (const float *)(base + pl.w13_bytes + pl.w2_bytes + pl.b13_bytes);
+  packed->magic = MOE__MAGIC;
   return MOE_OK;
 }
 

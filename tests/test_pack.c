@@ -41,6 +41,19 @@ static int untouched(const uint8_t *b, size_t n) {
   return 1;
 }
 
+/* Expert e of kw alone (E = 1), pointing into kw's arrays. */
+static moe_weights expert_of(const kit_weights *kw, int64_t e) {
+  moe_weights w = kw->w;
+  const size_t i = (size_t)e;
+  w.E = 1;
+  w.w13 = kw->w13 + i * kw->m13.code_bytes, w.w2 = kw->w2 + i * kw->m2.code_bytes;
+  if (kw->s13) w.w13_scale = kw->s13 + i * kw->m13.n_scale, w.w2_scale = kw->s2 + i * kw->m2.n_scale;
+  if (kw->z13) w.w13_zero = kw->z13 + i * kw->m13.n_zero, w.w2_zero = kw->z2 + i * kw->m2.n_zero;
+  if (kw->x13) w.w13_e8m0 = kw->x13 + i * kw->m13.n_e8m0, w.w2_e8m0 = kw->x2 + i * kw->m2.n_e8m0;
+  if (kw->b13) w.b13 = kw->b13 + i * 2 * (size_t)kw->w.N, w.b2 = kw->b2 + i * (size_t)kw->w.K;
+  return w;
+}
+
 static void check_case(moe_precision p, int64_t E, int64_t N, int64_t K, int32_t bn, int32_t bk, int32_t group,
                        unsigned flags, uint64_t seed) {
   kit_weights kw;
@@ -74,6 +87,30 @@ static void check_case(moe_precision p, int64_t E, int64_t N, int64_t K, int32_t
           "%s mode %d: descriptor differs", name, mode);
     CHECK(!ref.b13 || !memcmp(ref.b13, ex.b13, (size_t)(E * 2 * N) * sizeof(float)), "%s mode %d: b13", name, mode);
     CHECK(!ref.b2 || !memcmp(ref.b2, ex.b2, (size_t)(E * K) * sizeof(float)), "%s mode %d: b2", name, mode);
+  }
+
+  /* moe_pack_part: one expert at a time, last to first, each into its place */
+  memset(b, POISON, n);
+  for (int64_t e = E - 1; e >= 0; e--) {
+    moe_weights part = expert_of(&kw, e);
+    CHECK(moe_pack_part(&kw.w, &part, e, &ex, b, n) == MOE_OK, "%s: moe_pack_part expert %lld", name, (long long)e);
+  }
+  CHECK(!memcmp(ref.w13, ex.w13, used), "%s: moe_pack_part's panels differ from moe_pack's", name);
+  CHECK(ex.E == ref.E && ex.panels13 == ref.panels13 && ex.panel2_bytes == ref.panel2_bytes && ex.magic == ref.magic &&
+            !ex.b13 == !ref.b13 && !ex.b2 == !ref.b2,
+        "%s: moe_pack_part's descriptor differs", name);
+  CHECK(!ref.b13 || !memcmp(ref.b13, ex.b13, (size_t)(E * 2 * N) * sizeof(float)), "%s: moe_pack_part b13", name);
+  CHECK(!ref.b2 || !memcmp(ref.b2, ex.b2, (size_t)(E * K) * sizeof(float)), "%s: moe_pack_part b2", name);
+  { /* bad parts: a status, the buffer untouched */
+    moe_weights part = expert_of(&kw, 0), wide = part;
+    wide.N = N + 1;
+    memset(b, POISON, n);
+    CHECK(moe_pack_part(&kw.w, &part, E, &ex, b, n) == MOE_ERR_EXPERT_ID, "%s: moe_pack_part past the last expert", name);
+    CHECK(moe_pack_part(&kw.w, &part, -1, &ex, b, n) == MOE_ERR_EXPERT_ID, "%s: moe_pack_part at -1", name);
+    CHECK(moe_pack_part(&kw.w, &wide, 0, &ex, b, n) == MOE_ERR_DESCRIPTOR, "%s: moe_pack_part of another N", name);
+    CHECK(moe_pack_part(&kw.w, &part, 0, &ex, b, n - 1) == MOE_ERR_BUFFER, "%s: moe_pack_part one byte short", name);
+    CHECK(moe_pack_part(&kw.w, NULL, 0, &ex, b, n) == MOE_ERR_NULL, "%s: moe_pack_part NULL part", name);
+    CHECK(untouched(b, n), "%s: a failed moe_pack_part wrote", name);
   }
 
   /* bad input: a status, the buffer untouched */
