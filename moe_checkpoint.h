@@ -179,6 +179,17 @@ MOE_API moe_status moe_ckpt_load_layer_parallel(const moe_ckpt *c, int64_t layer
  * packed from a moe_packfile.h file. Reads the router's bytes only. */
 MOE_API moe_status moe_ckpt_load_router(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
                                         moe_ckpt_error *err);
+/* moe_ckpt_load_layer and moe_pack in one pass, for a first load that reads and writes each byte
+ * once: the routed experts (and the shared expert; shared->E = 0 when none) are packed into buffers
+ * the layer owns (freed by moe_ckpt_layer_free), and out describes them as moe_ckpt_load_router
+ * does (no plain weights). Hugging Face checkpoints other than gpt-oss stream: each of par's threads
+ * imports one expert at a time into its own scratch and packs it into place (moe_pack_part), so the
+ * plain weights of the whole layer are never held; gpt-oss and GGUF files load the layer's plain
+ * weights on par's threads first, then pack them and free them. The bytes equal moe_pack's of
+ * moe_ckpt_load_layer's weights for any thread count; failures as moe_ckpt_load_layer_parallel's. */
+MOE_API moe_status moe_ckpt_load_layer_packed(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
+                                              moe_experts *experts, moe_experts *shared, moe_ckpt_error *err,
+                                              const moe_parallel *par);
 MOE_API void moe_ckpt_layer_free(moe_ckpt_layer *l);
 /* logits [M, E] = x [M, K] (f32) . router_w^T + router_b, in f32 (double sums). */
 MOE_API void moe_ckpt_router_logits(const moe_ckpt_layer *l, const float *x, int64_t M, float *logits);
@@ -1656,6 +1667,23 @@ static moe_status moe__ck_biases(moe__ck_load *ld, moe_weights *w, const moe_ckp
   return MOE_OK;
 }
 
+/* The HF layer prefix ("model.layers.L.mlp" or "...block_sparse_moe"). */
+static void moe__ck_hf_prefix(const moe__ck_load *ld, char *prefix, size_t n) {
+  snprintf(prefix, n, "model.layers.%lld.%s", (long long)ld->layer, ld->c->cfg.arch == MOE_CKPT_MIXTRAL ? "block_sparse_moe" : "mlp");
+}
+/* The dtype of the routed experts' weights (expert 0's first matrix for float files). */
+static moe_status moe__ck_hf_expert_dtype(moe__ck_load *ld, const char *prefix, moe_ckpt_dtype *dt) {
+  const moe_ckpt_config *c = &ld->c->cfg;
+  const moe_ckpt_tensor *t;
+  *dt = c->quant == MOE_CKPT_QUANT_FP8 ? MOE_CKPT_F8_E4M3 : c->quant == MOE_CKPT_QUANT_AWQ || c->quant == MOE_CKPT_QUANT_GPTQ ? MOE_CKPT_I32 : MOE_CKPT_OTHER;
+  if (*dt != MOE_CKPT_OTHER) return MOE_OK;
+  if (c->quant == MOE_CKPT_QUANT_MXFP4) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "mxfp4 quantization for %s", c->model_type);
+  if (!(t = moe__ck_get(ld, 1, "%s.experts.0.%s.weight", prefix, c->arch == MOE_CKPT_MIXTRAL ? "w1" : "gate_proj"))) return MOE_ERR_SHAPE;
+  *dt = t->dtype;
+  if (*dt != MOE_CKPT_BF16 && *dt != MOE_CKPT_F16 && *dt != MOE_CKPT_F32) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "tensor %s: dtype %s", t->name, moe_ckpt_dtype_name(*dt));
+  return MOE_OK;
+}
+
 /* Expert e of gpt-oss's stacked MXFP4 tensors (gate_up blocks, scales, down blocks, scales). */
 typedef struct moe__ck_oai_experts {
   moe_weights *w;
@@ -1681,7 +1709,7 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
   moe_ckpt_dtype dt;
   moe_precision p;
   moe_status st;
-  snprintf(prefix, sizeof prefix, "model.layers.%lld.%s", (long long)ld->layer, c->arch == MOE_CKPT_MIXTRAL ? "block_sparse_moe" : "mlp");
+  moe__ck_hf_prefix(ld, prefix, sizeof prefix);
   /* router */
   if (!(t = moe__ck_get(ld, 1, "%s.%s.weight", prefix, c->arch == MOE_CKPT_GPT_OSS ? "router" : "gate")) ||
       !(L->router_w = moe__ck_matrix_f32(ld, t, E, K)))
@@ -1712,15 +1740,7 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
     moe__ck_describe(ld, MOE_CKPT_U8, &L->experts);
     return MOE_OK;
   }
-  snprintf(module, sizeof module, "%s.experts.0.%s", prefix, c->arch == MOE_CKPT_MIXTRAL ? "w1" : "gate_proj");
-  dt = c->quant == MOE_CKPT_QUANT_FP8 ? MOE_CKPT_F8_E4M3 : c->quant == MOE_CKPT_QUANT_AWQ || c->quant == MOE_CKPT_QUANT_GPTQ ? MOE_CKPT_I32 : MOE_CKPT_OTHER;
-  if (dt == MOE_CKPT_OTHER) {
-    if (c->quant == MOE_CKPT_QUANT_MXFP4) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "mxfp4 quantization for %s", c->model_type);
-    if (!(t = moe__ck_get(ld, 1, "%s.weight", module))) return MOE_ERR_SHAPE;
-    dt = t->dtype;
-    if (dt != MOE_CKPT_BF16 && dt != MOE_CKPT_F16 && dt != MOE_CKPT_F32) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "tensor %s: dtype %s", t->name, moe_ckpt_dtype_name(dt));
-  }
-  if ((st = moe__ck_precision(ld, dt, precision, &p)) != MOE_OK) return st;
+  if ((st = moe__ck_hf_expert_dtype(ld, prefix, &dt)) != MOE_OK || (st = moe__ck_precision(ld, dt, precision, &p)) != MOE_OK) return st;
   L->experts.block_n = moe__ck_fp8_block_rows(c, N), L->experts.block_k = c->block_k;
   L->experts.group = c->group == -1 ? (int32_t)K : c->group;
   if (c->group == -1 && K != N) return moe__ck_fail(ld->err, MOE_ERR_UNSUPPORTED, "group_size -1 (one group per row) with hidden %lld != intermediate %lld", (long long)K, (long long)N);
@@ -1855,6 +1875,174 @@ MOE_API moe_status moe_ckpt_load_layer_parallel(const moe_ckpt *c, int64_t layer
 MOE_API moe_status moe_ckpt_load_router(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
                                         moe_ckpt_error *err) {
   return moe__ck_load_layer(c, layer, precision, out, err, 1, NULL);
+}
+
+/* ---- loading straight into packed experts -------------------------------------------------------- */
+/* A buffer of n bytes owned by layer L (its next free slot), or NULL. */
+static void *moe__ck_own_in(moe_ckpt_layer *L, size_t n) {
+  for (size_t i = 0; i < sizeof L->owned_ / sizeof L->owned_[0]; i++)
+    if (!L->owned_[i]) return L->owned_[i] = malloc(n ? n : 1);
+  return NULL;
+}
+/* Packs plain weights w (E >= 1) into a buffer L owns. */
+static moe_status moe__ck_pack_into(moe_ckpt_layer *L, const moe_weights *w, moe_experts *ex, const moe_parallel *par, moe_ckpt_error *err) {
+  const size_t n = moe_pack_size(w);
+  void *buf = n ? moe__ck_own_in(L, n) : NULL;
+  moe_status st;
+  if (!buf) return moe__ck_fail(err, n ? MOE_ERR_OVERFLOW : MOE_ERR_DESCRIPTOR, n ? "out of memory for %zu packed bytes" : "experts that cannot be packed", n);
+  if ((st = moe_pack_parallel(w, ex, buf, n, par)) != MOE_OK) return moe__ck_fail(err, st, "moe_pack: %s", moe_status_str(st));
+  return MOE_OK;
+}
+
+/* The streaming job: experts claimed one by one, each imported into its worker's scratch (one
+ * expert) and packed into its place. */
+typedef struct moe__ck_stream {
+  moe__ck_load *ld;
+  const moe_weights *whole; /* the layer's experts: shape only (moe_pack_part's whole)            */
+  const char *prefix;
+  moe_ckpt_dtype dt;
+  void *buf;
+  size_t size;
+  moe_status *st;          /* [E]                                                                 */
+  moe_experts *done;       /* [workers]: each worker's view of the packed experts                 */
+  int64_t next;
+} moe__ck_stream;
+/* Expert e into scratch `one` (whose arrays lw owns) and packed into place. */
+static moe_status moe__ck_stream_one(const moe__ck_stream *J, moe__ck_load *lw, moe_weights *one, int64_t e, moe_experts *ex) {
+  char module[256];
+  moe_status st;
+  snprintf(module, sizeof module, "%s.experts.%lld", J->prefix, (long long)e);
+  if ((st = moe__ck_hf_mlp(lw, one, 0, module, J->dt, 0)) != MOE_OK) return st;
+  if ((st = moe_pack_part(J->whole, one, e, ex, J->buf, J->size)) != MOE_OK) return moe__ck_fail(lw->err, st, "moe_pack_part: %s", moe_status_str(st));
+  return MOE_OK;
+}
+/* A worker's scratch: one expert's plain arrays, owned by *scratch. */
+static moe_status moe__ck_stream_scratch(const moe__ck_stream *J, moe_ckpt_layer *scratch, moe_ckpt_error *err, moe__ck_load *lw,
+                                         moe_weights *one) {
+  memset(scratch, 0, sizeof *scratch);
+  *lw = *J->ld, lw->L = scratch, lw->err = err, lw->n_owned = 0, lw->no_weights = 0;
+  *one = *J->whole;
+  one->E = 1;
+  return moe__ck_alloc_weights(lw, one, one->precision, 1, one->N, one->K);
+}
+static void moe__ck_stream_worker(void *arg, int64_t t) {
+  moe__ck_stream *J = (moe__ck_stream *)arg;
+  moe_ckpt_layer scratch;
+  moe_ckpt_error err;
+  moe__ck_load lw;
+  moe_weights one;
+  int64_t e;
+  moe_status st = moe__ck_stream_scratch(J, &scratch, &err, &lw, &one);
+  while ((e = __atomic_fetch_add(&J->next, 1, __ATOMIC_RELAXED)) < J->whole->E)
+    J->st[e] = st != MOE_OK ? st : moe__ck_stream_one(J, &lw, &one, e, &J->done[t]);
+  moe_ckpt_layer_free(&scratch);
+}
+/* The workers a pool gives: its n_threads, OpenMP's, or a few for a pool of unknown size. */
+static int64_t moe__ck_workers(const moe_parallel *par) {
+  if (!par) return 1;
+  if (par->n_threads > 0) return par->n_threads;
+#ifdef _OPENMP
+  if (!par->parallel_for) return omp_get_max_threads();
+#endif
+  return par->parallel_for ? 8 : 1;
+}
+/* The routed experts of an HF layer (not gpt-oss) streamed into packed experts L owns. */
+static moe_status moe__ck_stream_experts(moe__ck_load *ld, moe_experts *ex) {
+  moe_ckpt_layer *L = ld->L;
+  moe_weights whole = L->experts;
+  char prefix[128];
+  moe__ck_stream J;
+  const int64_t nw = moe__ck_workers(ld->par) < whole.E ? moe__ck_workers(ld->par) : whole.E;
+  moe_status st;
+  static const uint8_t any[1] = {0}; /* whole's arrays are never read: moe_pack_part checks them only */
+  memset(&J, 0, sizeof J);
+  moe__ck_hf_prefix(ld, prefix, sizeof prefix);
+  if ((st = moe__ck_hf_expert_dtype(ld, prefix, &J.dt)) != MOE_OK) return st;
+  whole.w13 = whole.w2 = any, whole.w13_scale = whole.w2_scale = (const float *)(const void *)any;
+  whole.w13_zero = whole.w2_zero = whole.w13_e8m0 = whole.w2_e8m0 = any;
+  whole.b13 = whole.b2 = NULL; /* HF experts other than gpt-oss have no biases */
+  J.size = moe_pack_size(&whole);
+  if (!J.size || !(J.buf = moe__ck_own_in(L, J.size))) return moe__ck_fail(ld->err, J.size ? MOE_ERR_OVERFLOW : MOE_ERR_DESCRIPTOR, "packed experts: %zu bytes", J.size);
+  J.st = (moe_status *)calloc((size_t)whole.E, sizeof *J.st), J.done = (moe_experts *)calloc((size_t)nw, sizeof *J.done);
+  if (!J.st || !J.done) {
+    free(J.st), free(J.done);
+    return moe__ck_fail(ld->err, MOE_ERR_OVERFLOW, "out of memory");
+  }
+  J.ld = ld, J.whole = &whole, J.prefix = prefix;
+  if (nw < 2) moe__ck_stream_worker(&J, 0);
+  else if (ld->par->parallel_for) ld->par->parallel_for(ld->par->pool, moe__ck_stream_worker, &J, nw);
+  else {
+    int64_t t;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads((int)nw)
+#endif
+    for (t = 0; t < nw; t++) moe__ck_stream_worker(&J, t);
+  }
+  for (int64_t e = 0; e < whole.E && st == MOE_OK; e++)
+    if (J.st[e] != MOE_OK) { /* the lowest failing expert again, alone, for its message */
+      moe_ckpt_layer scratch;
+      moe__ck_load lw;
+      moe_weights one;
+      moe_experts tmp;
+      st = moe__ck_stream_scratch(&J, &scratch, ld->err, &lw, &one);
+      st = st != MOE_OK ? st : moe__ck_stream_one(&J, &lw, &one, e, &tmp);
+      if (st == MOE_OK) st = moe__ck_fail(ld->err, J.st[e], "expert %lld failed on a worker and not alone", (long long)e);
+      moe_ckpt_layer_free(&scratch);
+    }
+  for (int64_t t = 0; t < nw && st == MOE_OK; t++)
+    if (J.done[t].magic) {
+      *ex = J.done[t];
+      break;
+    }
+  free(J.st), free(J.done);
+  return st;
+}
+
+MOE_API moe_status moe_ckpt_load_layer_packed(const moe_ckpt *c, int64_t layer, int precision, moe_ckpt_layer *out,
+                                              moe_experts *experts, moe_experts *shared, moe_ckpt_error *err,
+                                              const moe_parallel *par) {
+  moe_ckpt_layer T;
+  moe_status st;
+  if (!experts || !shared) return moe__ck_fail(err, MOE_ERR_NULL, "NULL argument");
+  memset(experts, 0, sizeof *experts), memset(shared, 0, sizeof *shared);
+  if ((st = moe__ck_load_layer(c, layer, precision, out, err, 1, par)) != MOE_OK) return st; /* router, descriptors, checks */
+  if (!c->gguf && c->cfg.arch != MOE_CKPT_GPT_OSS) {
+    moe__ck_load ld;
+    memset(&ld, 0, sizeof ld);
+    ld.c = c, ld.L = out, ld.err = err, ld.layer = layer, ld.par = par;
+    ld.n_owned = 0;
+    while (ld.n_owned < (int)(sizeof out->owned_ / sizeof out->owned_[0]) && out->owned_[ld.n_owned]) ld.n_owned++;
+    st = moe__ck_stream_experts(&ld, experts);
+    if (st == MOE_OK && out->shared.E) { /* the shared expert: small, whole */
+      char prefix[128], module[256];
+      moe_ckpt_layer scratch;
+      moe__ck_load lw = ld;
+      moe_weights one = out->shared;
+      moe_ckpt_dtype dt;
+      memset(&scratch, 0, sizeof scratch);
+      lw.L = &scratch, lw.n_owned = 0;
+      moe__ck_hf_prefix(&ld, prefix, sizeof prefix);
+      snprintf(module, sizeof module, "%s.%s", prefix, c->cfg.arch == MOE_CKPT_DEEPSEEK_V3 ? "shared_experts" : "shared_expert");
+      if ((st = moe__ck_hf_expert_dtype(&ld, prefix, &dt)) == MOE_OK &&
+          (st = moe__ck_alloc_weights(&lw, &one, one.precision, 1, one.N, one.K)) == MOE_OK &&
+          (st = moe__ck_hf_mlp(&lw, &one, 0, module, dt, 0)) == MOE_OK)
+        st = moe__ck_pack_into(out, &one, shared, par, err);
+      moe_ckpt_layer_free(&scratch);
+    }
+  } else { /* the plain layer on par's threads, packed, freed */
+    if ((st = moe__ck_load_layer(c, layer, precision, &T, err, 0, par)) != MOE_OK) {
+      moe_ckpt_layer_free(out);
+      return st;
+    }
+    st = moe__ck_pack_into(out, &T.experts, experts, par, err);
+    if (st == MOE_OK && T.shared.E) st = moe__ck_pack_into(out, &T.shared, shared, par, err);
+    moe_ckpt_layer_free(&T);
+  }
+  if (st != MOE_OK) {
+    moe_ckpt_layer_free(out);
+    memset(experts, 0, sizeof *experts), memset(shared, 0, sizeof *shared);
+  }
+  return st;
 }
 
 MOE_API void moe_ckpt_router_logits(const moe_ckpt_layer *l, const float *x, int64_t M, float *logits) {

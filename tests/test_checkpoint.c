@@ -1003,6 +1003,32 @@ static void check_parallel_load(const char *tag, const moe_ckpt *ck, int64_t l, 
     free(ba), free(bb);
   }
   moe_ckpt_layer_free(&PL);
+  { /* loaded straight into packed experts: the panels of moe_pack on the serial load */
+    moe_experts px, ps;
+    memset(&err, 0, sizeof err);
+    st = moe_ckpt_load_layer_packed(ck, l, precision, &PL, &px, &ps, &err, &par);
+    CHECK(st == MOE_OK, "%s: moe_ckpt_load_layer_packed: %s (%s)", tag, moe_status_str(st), err.msg);
+    if (st != MOE_OK) return;
+    CHECK(PL.experts.w13 == NULL && PL.experts.E == serial->experts.E && (ps.E > 0) == (serial->shared.E > 0),
+          "%s: moe_ckpt_load_layer_packed's descriptors", tag);
+    for (int which = 0; which < 2; which++) {
+      const moe_weights *a = which ? &serial->shared : &serial->experts;
+      const moe_experts *xb = which ? &ps : &px;
+      const size_t n = a->E ? moe_pack_size(a) : 0;
+      moe_experts xa;
+      void *ba;
+      if (!n) continue;
+      ba = test_malloc(n);
+      CHECK(moe_pack(a, &xa, ba, n) == MOE_OK && xb->magic == xa.magic && xb->E == xa.E &&
+                !memcmp(xa.w13, xb->w13, (size_t)xa.E * (size_t)xa.panels13 * xa.panel13_bytes) &&
+                !memcmp(xa.w2, xb->w2, (size_t)xa.E * (size_t)xa.panels2 * xa.panel2_bytes) &&
+                !xa.b13 == !xb->b13 && (!xa.b13 || !memcmp(xa.b13, xb->b13, (size_t)(xa.E * 2 * xa.N) * sizeof(float))) &&
+                !xa.b2 == !xb->b2 && (!xa.b2 || !memcmp(xa.b2, xb->b2, (size_t)(xa.E * xa.K) * sizeof(float))),
+            "%s: %s loaded packed differ from moe_pack of the serial load", tag, which ? "shared expert" : "experts");
+      free(ba);
+    }
+    moe_ckpt_layer_free(&PL);
+  }
 }
 
 static void compare_weights(const char *tag, const moe_weights *got, const orc_plain *mine, const q8w *q8) {
@@ -1287,6 +1313,14 @@ static void expect_layer_fail(const char *what, moe_ckpt *ck, int64_t layer, moe
     CHECK(pst == st && (st == MOE_OK || strcmp(perr.msg, err.msg) == 0), "%s: on three threads %s (%s), serially %s (%s)", what,
           moe_status_str(pst), perr.msg, moe_status_str(st), err.msg);
     if (pst == MOE_OK) moe_ckpt_layer_free(&CL);
+    memset(&perr, 0, sizeof perr);
+    { /* and straight into packed experts */
+      moe_experts px, ps;
+      pst = moe_ckpt_load_layer_packed(ck, layer, MOE_CKPT_AUTO, &CL, &px, &ps, &perr, &par);
+      CHECK(pst == st && (st == MOE_OK || strcmp(perr.msg, err.msg) == 0), "%s: packed on three threads %s (%s), serially %s (%s)",
+            what, moe_status_str(pst), perr.msg, moe_status_str(st), err.msg);
+      if (pst == MOE_OK) moe_ckpt_layer_free(&CL);
+    }
   }
 }
 
