@@ -3,13 +3,16 @@
  *
  *   memcpy     the checkpoint's bytes copied once from the page cache (the yardstick; mapping and
  *              page faults of the mapping included, as a loader has them)
- *   first      every layer read and imported (moe_ckpt_load_layer_parallel) and packed (moe_pack_parallel)
+ *   first      every layer read straight into packed experts (moe_ckpt_load_layer_packed: one expert at
+ *              a time per thread, packed into place); with --two-pass, read and imported
+ *              (moe_ckpt_load_layer_parallel), then packed (moe_pack_parallel)
  *   write      the packed layers into one packed file (moe_packfile_write; not part of "first")
  *   reopen     the packed file mapped and every router read (moe_packfile_open, moe_ckpt_load_router)
  *   calls      layer 0 at M tokens on the freshly packed experts and on the mapped ones: one warm-up
  *              call each (the mapped pages fault in there), then the median of --runs calls
  *
  *   bench_load [--layers L] [--experts E] [--n N] [--k K] [--topk k] [--threads T] [--m M] [--runs R] [--dir D]
+ *              [--two-pass]
  *
  * Defaults: Qwen3-30B-A3B's MoE shape (E 128, N 768, K 2048, top-8), 4 layers (4.8 GB), all threads,
  * M 32. One JSON line ("bench":"load") on stdout, a table on stderr. The checkpoint and the packed
@@ -35,7 +38,7 @@
 
 typedef struct options {
   int64_t layers, E, N, K, M;
-  int topk, threads, runs;
+  int topk, threads, runs, two_pass;
   const char *dir;
 } options;
 
@@ -171,7 +174,7 @@ static double time_calls(const options *o, const moe_ckpt_layer *L, const moe_ex
 }
 
 int main(int argc, char **argv) {
-  options o = {4, 128, 768, 2048, 32, 8, (int)sysconf(_SC_NPROCESSORS_ONLN), 5, NULL};
+  options o = {4, 128, 768, 2048, 32, 8, (int)sysconf(_SC_NPROCESSORS_ONLN), 5, 0, NULL};
   cw_dir d;
   moe_ckpt *ck;
   moe_ckpt_error err;
@@ -188,7 +191,11 @@ int main(int argc, char **argv) {
   bench_prog = "bench_load";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) die("usage: bench_load [--layers L] [--experts E] [--n N] [--k K] [--topk k] [--threads T] [--m M] [--runs R] [--dir D]");
+    if (!strcmp(a, "--two-pass")) {
+      o.two_pass = 1;
+      continue;
+    }
+    if (!v) die("usage: bench_load [--layers L] [--experts E] [--n N] [--k K] [--topk k] [--threads T] [--m M] [--runs R] [--dir D] [--two-pass]");
     if (!strcmp(a, "--layers")) o.layers = atoll(v);
     else if (!strcmp(a, "--experts")) o.E = atoll(v);
     else if (!strcmp(a, "--n")) o.N = atoll(v);
@@ -198,6 +205,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--m")) o.M = atoll(v);
     else if (!strcmp(a, "--runs")) o.runs = atoi(v);
     else if (!strcmp(a, "--dir")) o.dir = v;
+
     else die("unknown option %s", a);
     i++;
   }
@@ -225,14 +233,22 @@ int main(int argc, char **argv) {
     moe_parallel par = {pool_parallel_for, pool, o.threads};
     size_t n;
     double t = now_s();
-    if (moe_ckpt_load_layer_parallel(ck, l, MOE_PREC_BF16, &L[l], &err, &par) != MOE_OK) die("moe_ckpt_load_layer_parallel: %s", err.msg);
-    t_load += now_s() - t;
-    t = now_s();
-    n = moe_pack_size(&L[l].experts);
-    bufs[l] = kit_malloc(n);
-    if (moe_pack_parallel(&L[l].experts, &ex[l], bufs[l], n, &par) != MOE_OK) die("moe_pack_parallel failed");
-    t_pack += now_s() - t;
-    packed_bytes += n;
+    if (!o.two_pass) { /* the layer owns the packed experts */
+      moe_experts shared;
+      if (moe_ckpt_load_layer_packed(ck, l, MOE_PREC_BF16, &L[l], &ex[l], &shared, &err, &par) != MOE_OK)
+        die("moe_ckpt_load_layer_packed: %s", err.msg);
+      t_load += now_s() - t;
+      packed_bytes += (size_t)(ex[l].E * ex[l].panels13) * ex[l].panel13_bytes + (size_t)(ex[l].E * ex[l].panels2) * ex[l].panel2_bytes;
+    } else {
+      if (moe_ckpt_load_layer_parallel(ck, l, MOE_PREC_BF16, &L[l], &err, &par) != MOE_OK) die("moe_ckpt_load_layer_parallel: %s", err.msg);
+      t_load += now_s() - t;
+      t = now_s();
+      n = moe_pack_size(&L[l].experts);
+      bufs[l] = kit_malloc(n);
+      if (moe_pack_parallel(&L[l].experts, &ex[l], bufs[l], n, &par) != MOE_OK) die("moe_pack_parallel failed");
+      t_pack += now_s() - t;
+      packed_bytes += n;
+    }
     snprintf(names[l], 64, "layer.%lld.experts", (long long)l);
     ent[l].name = names[l], ent[l].experts = &ex[l];
   }
@@ -262,7 +278,7 @@ int main(int argc, char **argv) {
     const double first = t_load + t_pack;
     json j;
     json_begin(&j);
-    json_str(&j, "bench", "load"), json_str(&j, "precision", "bf16");
+    json_str(&j, "bench", "load"), json_str(&j, "precision", "bf16"), json_str(&j, "method", o.two_pass ? "two-pass" : "packed");
     json_int(&j, "layers", o.layers), json_int(&j, "experts", o.E), json_int(&j, "N", o.N), json_int(&j, "K", o.K);
     json_int(&j, "threads", o.threads), json_int(&j, "M", o.M);
     json_num(&j, "ckpt_gb", (double)ckpt_bytes / 1e9), json_num(&j, "packed_gb", (double)packed_bytes / 1e9);
