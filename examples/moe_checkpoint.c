@@ -387,7 +387,7 @@ static moe_packfile *open_packed(const char *path, int64_t l, const moe_ckpt_lay
   return pf;
 }
 
-/* --all-layers: every MoE layer loaded (read and imported) and packed, or its router read and its
+/* --all-layers: every MoE layer read straight into packed experts (moe_ckpt_load_layer_packed), or its router read and its
  * experts mapped from a packed file; with --save-packed all written to one file. Prints each phase's time and the total, then
  * the time of one call of the first MoE layer on one random token (after --packed: straight from
  * the mapping, its pages faulted in by that call). */
@@ -401,7 +401,7 @@ static int all_layers(const options *o, moe_ckpt *ck) {
   moe_packfile_entry *ent = (moe_packfile_entry *)calloc((size_t)(2 * n), sizeof *ent);
   moe_packfile *pf = NULL;
   moe_ckpt_error err;
-  double t_load = 0, t_pack = 0, t_map = 0, t_write = 0, t0 = now_ms(), t;
+  double t_load = 0, t_map = 0, t_write = 0, t0 = now_ms(), t;
   int64_t first = -1, layers = 0;
   int n_ent = 0;
   if (!L || !ex || !bufs || !names || !ent) die("--all-layers", "out of memory");
@@ -416,7 +416,8 @@ static int all_layers(const options *o, moe_ckpt *ck) {
     int shared;
     memset(&err, 0, sizeof err);
     t = now_ms();
-    st = pf ? moe_ckpt_load_router(ck, l, o->precision, &L[l], &err) : moe_ckpt_load_layer_parallel(ck, l, o->precision, &L[l], &err, &all_threads);
+    st = pf ? moe_ckpt_load_router(ck, l, o->precision, &L[l], &err) /* read and packed in one pass, owned by L[l] */
+            : moe_ckpt_load_layer_packed(ck, l, o->precision, &L[l], &ex[2 * l], &ex[2 * l + 1], &err, &all_threads);
     t_load += now_ms() - t;
     if (st == MOE_ERR_EXPERT_ID) continue; /* a dense layer */
     if (st != MOE_OK) {
@@ -431,9 +432,6 @@ static int all_layers(const options *o, moe_ckpt *ck) {
       t_map += now_ms() - t;
       continue;
     }
-    bufs[2 * l] = pack_or_die("pack experts", &L[l].experts, &ex[2 * l]);
-    if (shared) bufs[2 * l + 1] = pack_or_die("pack shared expert", &L[l].shared, &ex[2 * l + 1]);
-    t_pack += now_ms() - t;
     entry_names(l, names[2 * l], names[2 * l + 1], 64);
     ent[n_ent].name = names[2 * l], ent[n_ent++].experts = &ex[2 * l];
     if (shared) ent[n_ent].name = names[2 * l + 1], ent[n_ent++].experts = &ex[2 * l + 1];
@@ -447,8 +445,8 @@ static int all_layers(const options *o, moe_ckpt *ck) {
   }
   printf("\nall layers: %lld MoE layers of %lld, %s\n", (long long)layers, (long long)cfg->n_layers,
          moe_precision_name(L[first].experts.precision));
-  printf("  %s %.1f ms, %s %.1f ms", pf ? "read routers" : "read and import", t_load, pf ? "map packed" : "pack",
-         pf ? t_map : t_pack);
+  if (pf) printf("  read routers %.1f ms, map packed %.1f ms", t_load, t_map);
+  else printf("  read, import and pack %.1f ms", t_load);
   if (o->save_packed) printf(", write %s %.1f ms", o->save_packed, t_write);
   printf("\n  total %.1f ms\n", now_ms() - t0);
   { /* one call of the first MoE layer on one random token */
