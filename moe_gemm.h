@@ -722,13 +722,14 @@ MOE_API moe_status moe_pack_part(const moe_weights *whole, const moe_weights *pa
                                  void *buf, size_t size) {
   moe__pack_plan pl, pp;
   uint8_t *base = NULL, *w13, *w2;
-  moe_status st = moe__pack_begin(whole, packed, buf, size, &pl, &base);
-  if (st != MOE_OK) return st;
-  if ((st = moe__plan_pack(part, &pp)) != MOE_OK) return st;
+  moe_status st;
+  if (!whole || !part || !packed || !buf) return MOE_ERR_NULL;
+  if ((st = moe__plan_pack(whole, &pl)) != MOE_OK || (st = moe__plan_pack(part, &pp)) != MOE_OK) return st;
   if (part->precision != whole->precision || part->N != whole->N || part->K != whole->K || pp.block_n != pl.block_n ||
       pp.block_k != pl.block_k || pp.group != pl.group || !part->b13 != !whole->b13 || !part->b2 != !whole->b2)
     return MOE_ERR_DESCRIPTOR;
   if (e0 < 0 || e0 > whole->E - part->E) return MOE_ERR_EXPERT_ID;
+  if ((st = moe__pack_begin(whole, packed, buf, size, &pl, &base)) != MOE_OK) return st; /* everything checked: *packed laid out */
   w13 = base + (size_t)e0 * (size_t)pl.panels13 * pl.panel13_bytes;
   w2 = base + pl.w13_bytes + (size_t)e0 * (size_t)pl.panels2 * pl.panel2_bytes;
   for (int64_t u = 0; u < moe__pack_units(part, &pp); u++) moe__pack_unit_into(part, &pp, w13, w2, u);
@@ -1254,7 +1255,7 @@ MOE_API int moe_kernel_runnable(const moe_gemm_config *k) {
 /* Where a tier has two kernels for a precision (the 4-bit bf16-activation codes on AVX-512: the
  * vdpbf16ps row and the f32 FMA row, the same bits bar subnormals), the list's first runs, except
  * that Intel's cores take the FMA row: they run a 512-bit vdpbf16ps every second cycle and two FMAs
- * per cycle (Emerald Rapids: the FMA rows decode 1-row calls 1.3-1.5x faster, docs/amx.md), where
+ * per cycle (Emerald Rapids: the FMA rows run 32-row calls 1.2-1.3x faster in cache; design.md), where
  * AMD's Zen 4/5 run vdpbf16ps at twice their FMA rate. */
 static inline int moe__kernel_preferred(const moe_gemm_config *k) {
   return (moe_cpu_features() & MOE_CPU_INTEL) && strcmp(k->dot, "vfmadd231ps") == 0;

@@ -103,14 +103,16 @@ static void check_case(moe_precision p, int64_t E, int64_t N, int64_t K, int32_t
   CHECK(!ref.b2 || !memcmp(ref.b2, ex.b2, (size_t)(E * K) * sizeof(float)), "%s: moe_pack_part b2", name);
   { /* bad parts: a status, the buffer untouched */
     moe_weights part = expert_of(&kw, 0), wide = part;
+    moe_experts before;
     wide.N = N + 1;
     memset(b, POISON, n);
+    memcpy(&before, &ex, sizeof ex);
     CHECK(moe_pack_part(&kw.w, &part, E, &ex, b, n) == MOE_ERR_EXPERT_ID, "%s: moe_pack_part past the last expert", name);
     CHECK(moe_pack_part(&kw.w, &part, -1, &ex, b, n) == MOE_ERR_EXPERT_ID, "%s: moe_pack_part at -1", name);
     CHECK(moe_pack_part(&kw.w, &wide, 0, &ex, b, n) == MOE_ERR_DESCRIPTOR, "%s: moe_pack_part of another N", name);
     CHECK(moe_pack_part(&kw.w, &part, 0, &ex, b, n - 1) == MOE_ERR_BUFFER, "%s: moe_pack_part one byte short", name);
     CHECK(moe_pack_part(&kw.w, NULL, 0, &ex, b, n) == MOE_ERR_NULL, "%s: moe_pack_part NULL part", name);
-    CHECK(untouched(b, n), "%s: a failed moe_pack_part wrote", name);
+    CHECK(untouched(b, n) && !memcmp(&ex, &before, sizeof ex), "%s: a failed moe_pack_part wrote", name);
   }
 
   /* bad input: a status, the buffer untouched */
