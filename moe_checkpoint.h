@@ -1177,18 +1177,19 @@ typedef struct moe__ck_load {
   const moe_ckpt *c;
   moe_ckpt_layer *L;
   moe_ckpt_error *err;
-  int n_owned;
   int64_t layer;
   int no_weights; /* moe_ckpt_load_router: experts described, their tensors checked, nothing imported */
   const moe_parallel *par; /* the experts' imports: the caller's threads, or NULL */
 } moe__ck_load;
 
-static void *moe__ck_own(moe__ck_load *ld, size_t n, size_t size) {
-  void *p;
-  if (ld->n_owned == (int)(sizeof ld->L->owned_ / sizeof ld->L->owned_[0])) return NULL;
-  if (!(p = calloc(n ? n : 1, size))) return NULL;
-  return ld->L->owned_[ld->n_owned++] = p;
+/* A zeroed buffer of n x size bytes owned by layer L (its next free slot, freed by
+ * moe_ckpt_layer_free), or NULL. */
+static void *moe__ck_own_in(moe_ckpt_layer *L, size_t n, size_t size) {
+  for (size_t i = 0; i < sizeof L->owned_ / sizeof L->owned_[0]; i++)
+    if (!L->owned_[i]) return L->owned_[i] = calloc(n ? n : 1, size);
+  return NULL;
 }
+static void *moe__ck_own(moe__ck_load *ld, size_t n, size_t size) { return moe__ck_own_in(ld->L, n, size); }
 
 /* The tensor called by the printf-style name, or NULL (with a message when required). */
 #if defined(__GNUC__)
@@ -1539,6 +1540,20 @@ static moe_status moe__ck_hf_mlp(moe__ck_load *ld, moe_weights *w, int64_t e, co
   return MOE_OK;
 }
 
+/* fn(arg, i) for every i in [0, n) on par's threads: its pool, else OpenMP's (par->n_threads of
+ * them, or all), else in order on this thread. */
+static void moe__ck_parallel(const moe_parallel *par, void (*fn)(void *, int64_t), void *arg, int64_t n) {
+  int64_t i;
+  if (par->parallel_for) {
+    par->parallel_for(par->pool, fn, arg, n);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(par->n_threads > 0 ? par->n_threads : omp_get_max_threads())
+#endif
+  for (i = 0; i < n; i++) fn(arg, i);
+}
+
 /* Imports expert e of a layer (after every tensor was checked). */
 typedef moe_status (*moe__ck_expert_fn)(moe__ck_load *ld, const void *ctx, int64_t e);
 typedef struct moe__ck_experts_job {
@@ -1569,14 +1584,7 @@ static moe_status moe__ck_experts(moe__ck_load *ld, int64_t E, moe__ck_expert_fn
   }
   if (!(st = (moe_status *)calloc((size_t)E, sizeof *st))) return moe__ck_fail(ld->err, MOE_ERR_OVERFLOW, "out of memory");
   J.ld = ld, J.one = one, J.ctx = ctx, J.st = st;
-  if (ld->par->parallel_for) ld->par->parallel_for(ld->par->pool, moe__ck_expert_item, &J, E);
-  else { /* no pool function: OpenMP's threads, as the compute calls take it */
-    int64_t e;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ld->par->n_threads > 0 ? ld->par->n_threads : omp_get_max_threads())
-#endif
-    for (e = 0; e < E; e++) moe__ck_expert_item(&J, e);
-  }
+  moe__ck_parallel(ld->par, moe__ck_expert_item, &J, E);
   for (int64_t e = 0; e < E; e++)
     if (st[e] != MOE_OK) {
       free(st);
@@ -1667,6 +1675,10 @@ static moe_status moe__ck_biases(moe__ck_load *ld, moe_weights *w, const moe_ckp
   return MOE_OK;
 }
 
+/* The HF shared expert's module under the layer prefix. */
+static void moe__ck_hf_shared_module(const moe__ck_load *ld, const char *prefix, char *module, size_t n) {
+  snprintf(module, n, "%s.%s", prefix, ld->c->cfg.arch == MOE_CKPT_DEEPSEEK_V3 ? "shared_experts" : "shared_expert");
+}
 /* The HF layer prefix ("model.layers.L.mlp" or "...block_sparse_moe"). */
 static void moe__ck_hf_prefix(const moe__ck_load *ld, char *prefix, size_t n) {
   snprintf(prefix, n, "model.layers.%lld.%s", (long long)ld->layer, ld->c->cfg.arch == MOE_CKPT_MIXTRAL ? "block_sparse_moe" : "mlp");
@@ -1756,7 +1768,7 @@ static moe_status moe__ck_layer_hf(moe__ck_load *ld, int precision) {
   }
   if (c->shared_inter > 0) {
     moe_weights *s = &L->shared;
-    snprintf(module, sizeof module, "%s.%s", prefix, c->arch == MOE_CKPT_DEEPSEEK_V3 ? "shared_experts" : "shared_expert");
+    moe__ck_hf_shared_module(ld, prefix, module, sizeof module);
     s->block_n = moe__ck_fp8_block_rows(c, c->shared_inter), s->block_k = c->block_k, s->group = L->experts.group, s->E = 1;
     s->N = c->shared_inter, s->K = K;
     if ((st = moe__ck_hf_mlp(ld, s, 0, module, dt, 1)) != MOE_OK || (st = moe__ck_alloc_weights(ld, s, p, 1, c->shared_inter, K)) != MOE_OK ||
@@ -1847,7 +1859,7 @@ static moe_status moe__ck_load_layer(const moe_ckpt *c, int64_t layer, int preci
   if (layer < 0 || layer >= cf->n_layers) return moe__ck_fail(err, MOE_ERR_EXPERT_ID, "layer %lld: the model has %lld layers", (long long)layer, (long long)cf->n_layers);
   if (!moe__ck_is_moe_layer(cf, layer))
     return moe__ck_fail(err, MOE_ERR_EXPERT_ID, "layer %lld is a dense layer (first MoE layer %lld, every %lld)", (long long)layer, (long long)cf->first_dense, (long long)cf->moe_every);
-  ld.c = c, ld.L = out, ld.err = err, ld.n_owned = 0, ld.layer = layer, ld.no_weights = no_weights, ld.par = par;
+  ld.c = c, ld.L = out, ld.err = err, ld.layer = layer, ld.no_weights = no_weights, ld.par = par;
   st = c->gguf ? moe__ck_layer_gguf(&ld, precision) : moe__ck_layer_hf(&ld, precision);
   if (st == MOE_OK && cf->sigmoid && !out->correction_bias && !(out->correction_bias = (float *)moe__ck_own(&ld, (size_t)cf->n_experts, sizeof(float))))
     st = moe__ck_fail(err, MOE_ERR_OVERFLOW, "out of memory");
@@ -1878,16 +1890,10 @@ MOE_API moe_status moe_ckpt_load_router(const moe_ckpt *c, int64_t layer, int pr
 }
 
 /* ---- loading straight into packed experts -------------------------------------------------------- */
-/* A buffer of n bytes owned by layer L (its next free slot), or NULL. */
-static void *moe__ck_own_in(moe_ckpt_layer *L, size_t n) {
-  for (size_t i = 0; i < sizeof L->owned_ / sizeof L->owned_[0]; i++)
-    if (!L->owned_[i]) return L->owned_[i] = malloc(n ? n : 1);
-  return NULL;
-}
 /* Packs plain weights w (E >= 1) into a buffer L owns. */
 static moe_status moe__ck_pack_into(moe_ckpt_layer *L, const moe_weights *w, moe_experts *ex, const moe_parallel *par, moe_ckpt_error *err) {
   const size_t n = moe_pack_size(w);
-  void *buf = n ? moe__ck_own_in(L, n) : NULL;
+  void *buf = n ? moe__ck_own_in(L, n, 1) : NULL;
   moe_status st;
   if (!buf) return moe__ck_fail(err, n ? MOE_ERR_OVERFLOW : MOE_ERR_DESCRIPTOR, n ? "out of memory for %zu packed bytes" : "experts that cannot be packed", n);
   if ((st = moe_pack_parallel(w, ex, buf, n, par)) != MOE_OK) return moe__ck_fail(err, st, "moe_pack: %s", moe_status_str(st));
@@ -1920,7 +1926,7 @@ static moe_status moe__ck_stream_one(const moe__ck_stream *J, moe__ck_load *lw, 
 static moe_status moe__ck_stream_scratch(const moe__ck_stream *J, moe_ckpt_layer *scratch, moe_ckpt_error *err, moe__ck_load *lw,
                                          moe_weights *one) {
   memset(scratch, 0, sizeof *scratch);
-  *lw = *J->ld, lw->L = scratch, lw->err = err, lw->n_owned = 0, lw->no_weights = 0;
+  *lw = *J->ld, lw->L = scratch, lw->err = err, lw->no_weights = 0;
   *one = *J->whole;
   one->E = 1;
   return moe__ck_alloc_weights(lw, one, one->precision, 1, one->N, one->K);
@@ -1962,7 +1968,7 @@ static moe_status moe__ck_stream_experts(moe__ck_load *ld, moe_experts *ex) {
   whole.w13_zero = whole.w2_zero = whole.w13_e8m0 = whole.w2_e8m0 = any;
   whole.b13 = whole.b2 = NULL; /* HF experts other than gpt-oss have no biases */
   J.size = moe_pack_size(&whole);
-  if (!J.size || !(J.buf = moe__ck_own_in(L, J.size))) return moe__ck_fail(ld->err, J.size ? MOE_ERR_OVERFLOW : MOE_ERR_DESCRIPTOR, "packed experts: %zu bytes", J.size);
+  if (!J.size || !(J.buf = moe__ck_own_in(L, J.size, 1))) return moe__ck_fail(ld->err, J.size ? MOE_ERR_OVERFLOW : MOE_ERR_DESCRIPTOR, "packed experts: %zu bytes", J.size);
   J.st = (moe_status *)calloc((size_t)whole.E, sizeof *J.st), J.done = (moe_experts *)calloc((size_t)nw, sizeof *J.done);
   if (!J.st || !J.done) {
     free(J.st), free(J.done);
@@ -1970,14 +1976,7 @@ static moe_status moe__ck_stream_experts(moe__ck_load *ld, moe_experts *ex) {
   }
   J.ld = ld, J.whole = &whole, J.prefix = prefix;
   if (nw < 2) moe__ck_stream_worker(&J, 0);
-  else if (ld->par->parallel_for) ld->par->parallel_for(ld->par->pool, moe__ck_stream_worker, &J, nw);
-  else {
-    int64_t t;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static, 1) num_threads((int)nw)
-#endif
-    for (t = 0; t < nw; t++) moe__ck_stream_worker(&J, t);
-  }
+  else moe__ck_parallel(ld->par, moe__ck_stream_worker, &J, nw);
   for (int64_t e = 0; e < whole.E && st == MOE_OK; e++)
     if (J.st[e] != MOE_OK) { /* the lowest failing expert again, alone, for its message */
       moe_ckpt_layer scratch;
@@ -2005,13 +2004,11 @@ MOE_API moe_status moe_ckpt_load_layer_packed(const moe_ckpt *c, int64_t layer, 
   moe_status st;
   if (!experts || !shared) return moe__ck_fail(err, MOE_ERR_NULL, "NULL argument");
   memset(experts, 0, sizeof *experts), memset(shared, 0, sizeof *shared);
-  if ((st = moe__ck_load_layer(c, layer, precision, out, err, 1, par)) != MOE_OK) return st; /* router, descriptors, checks */
+  if ((st = moe__ck_load_layer(c, layer, precision, out, err, 1, NULL)) != MOE_OK) return st; /* router, descriptors, checks */
   if (!c->gguf && c->cfg.arch != MOE_CKPT_GPT_OSS) {
     moe__ck_load ld;
     memset(&ld, 0, sizeof ld);
     ld.c = c, ld.L = out, ld.err = err, ld.layer = layer, ld.par = par;
-    ld.n_owned = 0;
-    while (ld.n_owned < (int)(sizeof out->owned_ / sizeof out->owned_[0]) && out->owned_[ld.n_owned]) ld.n_owned++;
     st = moe__ck_stream_experts(&ld, experts);
     if (st == MOE_OK && out->shared.E) { /* the shared expert: small, whole */
       char prefix[128], module[256];
@@ -2020,9 +2017,9 @@ MOE_API moe_status moe_ckpt_load_layer_packed(const moe_ckpt *c, int64_t layer, 
       moe_weights one = out->shared;
       moe_ckpt_dtype dt;
       memset(&scratch, 0, sizeof scratch);
-      lw.L = &scratch, lw.n_owned = 0;
+      lw.L = &scratch;
       moe__ck_hf_prefix(&ld, prefix, sizeof prefix);
-      snprintf(module, sizeof module, "%s.%s", prefix, c->cfg.arch == MOE_CKPT_DEEPSEEK_V3 ? "shared_experts" : "shared_expert");
+      moe__ck_hf_shared_module(&ld, prefix, module, sizeof module);
       if ((st = moe__ck_hf_expert_dtype(&ld, prefix, &dt)) == MOE_OK &&
           (st = moe__ck_alloc_weights(&lw, &one, one.precision, 1, one.N, one.K)) == MOE_OK &&
           (st = moe__ck_hf_mlp(&lw, &one, 0, module, dt, 0)) == MOE_OK)

@@ -126,6 +126,11 @@ DIRECT = [
 ]
 
 
+def line_loads(np):
+    """The two 64-byte halves of step i_'s 4-bit lines (layout (c)) of every panel: l<panel><half>."""
+    return "    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";"
+
+
 def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
     decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
@@ -138,7 +143,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     if fam.get("f32"):
         return out + f32_step(fam, kind, mr, bcast, acc, prefetch)
     if fam["pairs"] == 4:
-        out.append("    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";")
+        out.append(line_loads(np))
     for j in range(max(fam["pairs"], 1)):
         for ps in groups:
             out.append("    {")
@@ -174,7 +179,7 @@ def f32_step(fam, kind, mr, bcast, acc, prefetch):
     np = kind["panels"]
     fn = "moe__b4_f32_zero" if fam.get("zero") else "moe__b4_f32"
     zero = lambda v: f", zf[{v}]" if fam.get("zero") else ""
-    out = ["    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";"]
+    out = [line_loads(np)]
     for j in range(fam["pairs"]):
         c = acc(j)
         for half, shift in (("hi", 16 + 4 * j), ("lo", 4 * j)):

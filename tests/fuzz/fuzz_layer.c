@@ -209,7 +209,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     /* the same call on the scalar tier */
     const moe_isa top = moe_get_isa();
-    const moe_dtype dv = dt;
     double maxref = 0, maxdiff = 0;
     moe_set_isa(MOE_ISA_SCALAR);
     st_ref = run_call(&L, out0, out_bytes, x0, x_bytes, off, &ref, &ws_ok_ref);
@@ -224,7 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           continue;
         }
         {
-          const float a = load_value(out + off, dv, i), b = load_value(ref + off, dv, i);
+          const float a = load_value(out + off, dt, i), b = load_value(ref + off, dt, i);
           FUZZ_CHECK(isfinite(a) && isfinite(b), "row %lld col %lld: %g (%s) vs %g (scalar)", (long long)m, (long long)k,
                      (double)a, moe_isa_name(top), (double)b);
           if (fabs(b) > maxref) maxref = fabs(b);
