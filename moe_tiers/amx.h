@@ -234,6 +234,7 @@ MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64
       copy = copy < s ? copy : s;
     }
   }
+  if (copy == n) return; /* all in place: no scalar work between the tile chains (in cache: 1.2x) */
   for (int32_t row = 0; row < 16 * C->nrt; row++) {
     const uint8_t *src = row < g->mr ? (const uint8_t *)g->a[row] : NULL;
     uint8_t *dst = C->a[row >> 4][0] + 64 * (row & 15);
