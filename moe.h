@@ -219,12 +219,14 @@ typedef struct moe__layer {
   void *ha;                    /* h prepared for GEMM2: bf16 or u8 [cap][N_max]                  */
   uint8_t *xs;                 /* AMX: GEMM1 rows gathered per block, ldxs bytes apart, or NULL  */
   int64_t ldxs;
+  void *amx_scratch;           /* AMX: amx_slots workers' block buffers (moe__amx_scratch_slots) */
+  int64_t amx_slots;
   float *acc, *acc_shared;     /* [mc][K] f32 sums of the routed experts' outputs; the shared one */
 } moe__layer;
 
 typedef struct moe__ws_plan {
-  size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, xs, total;
-  int64_t cap;
+  size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, xs, amx, total;
+  int64_t cap, amx_slots;
 } moe__ws_plan;
 
 static inline size_t moe__elt(moe_dtype t) { return t == MOE_F32 ? 4 : 2; }
@@ -237,10 +239,34 @@ static inline int64_t moe__xs_stride(const moe__layer *L) {
   return (int64_t)moe__round_up((size_t)L->K * (L->a8 ? 1 : 2), 64) + 64;
 }
 
+/* The AMX tier's workers with a scratch of MOE__AMX_NB block buffers in the workspace (the first
+ * amx_slots of the experts' region; the others keep MOE__AMX_NB_STACK blocks per call on their
+ * stack): one per MOE__AMX_NB blocks of the chunk's rows, at most MOE__AMX_SLOTS; only for the
+ * precisions whose B tiles are decoded (moe__amx_decodes). */
+#ifndef MOE__AMX_SLOTS
+#define MOE__AMX_SLOTS 64
+#endif
+static inline int64_t moe__amx_scratch_slots(const moe__layer *L, int64_t mc) {
+#ifdef MOE__HAVE_AMX
+  int64_t rows = mc * (L->topk > 0 ? L->topk : 1) + (L->sh ? mc : 0), n = moe__cdiv(rows, MOE__AMX_NB * MOE_BLOCK_M);
+  return L->kern->isa != MOE_ISA_AMX || !moe__amx_decodes(L->p) ? 0 : n < MOE__AMX_SLOTS ? n : MOE__AMX_SLOTS;
+#else
+  (void)L, (void)mc;
+  return 0;
+#endif
+}
+static inline size_t moe__amx_slot_bytes(void) {
+#ifdef MOE__HAVE_AMX
+  return MOE__AMX_NB * sizeof(moe__amx_block_buf);
+#else
+  return 0;
+#endif
+}
+
 /* Workspace pieces for a chunk of mc tokens, each rounded to 64 bytes; 0 total on overflow. */
 static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   moe__ws_plan w;
-  size_t sz[15], t = 0;
+  size_t sz[16], t = 0;
   int64_t cap = (int64_t)moe_sort_capacity(mc, L->topk > 0 ? L->topk : 1, (int32_t)L->ex->E, MOE_BLOCK_M);
   size_t a_elt = L->a8 ? 1 : 2;
   memset(&w, 0, sizeof w);
@@ -261,13 +287,15 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[12] = (size_t)(cap / MOE_BLOCK_M + 1) * 4;
   sz[13] = 2 * sz[12];
   sz[14] = (size_t)cap * (size_t)moe__xs_stride(L);
-  for (int i = 0; i < 15; i++) {
+  w.amx_slots = moe__amx_scratch_slots(L, mc);
+  sz[15] = (size_t)w.amx_slots * moe__amx_slot_bytes();
+  for (int i = 0; i < 16; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
   }
   w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.acc_shared = sz[3], w.xf = sz[4], w.x_scale = sz[5];
   w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.acc = sz[11], w.groups = sz[12], w.sync = sz[13];
-  w.xs = sz[14];
+  w.xs = sz[14], w.amx = sz[15];
   if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
   return w;
 }
@@ -289,8 +317,10 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->h_scale = (float *)b, b += w->h_scale;
   L->ha = b, b += w->ha;
   L->acc = (float *)b, b += w->acc;
-  L->xs = w->xs ? b : NULL;
+  L->xs = w->xs ? b : NULL, b += w->xs;
   L->ldxs = moe__xs_stride(L);
+  L->amx_scratch = w->amx ? b : NULL;
+  L->amx_slots = w->amx ? w->amx_slots : 0;
 }
 
 /* Experts in the whole model: n_global with an expert map (0 means E), else the local E. */
@@ -619,39 +649,42 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
   moe__block_kernel(L, g.mr)->gemm2(&g);
 }
 
-/* Blocks [b, end) of one expert from b on that run AMX together (at most MOE__AMX_NB): their count,
- * 0 when block b does not run on the tiles (or there is no AMX tier). */
-static inline int64_t moe__amx_run(const moe__layer *L, int64_t b, int64_t end) {
+/* Blocks [b, end) of one expert from b on that run AMX together (at most MOE__AMX_NB with the
+ * worker's scratch `amx`, else MOE__AMX_NB_STACK): their count, 0 when block b does not run on the
+ * tiles (or there is no AMX tier). */
+static inline int64_t moe__amx_run(const moe__layer *L, int64_t b, int64_t end, const void *amx) {
   int64_t n = 0;
 #ifdef MOE__HAVE_AMX
-  while (b + n < end && n < MOE__AMX_NB && moe__block_kernel(L, L->block_rows[b + n])->isa == MOE_ISA_AMX) n++;
+  const int64_t most = amx ? MOE__AMX_NB : MOE__AMX_NB_STACK;
+  while (b + n < end && n < most && moe__block_kernel(L, L->block_rows[b + n])->isa == MOE_ISA_AMX) n++;
 #else
-  (void)L, (void)b, (void)end;
+  (void)L, (void)b, (void)end, (void)amx;
 #endif
   return n;
 }
 
 /* GEMM1 of blocks [b, b + n) of one expert, h panel p, in one AMX call. */
-static inline void moe__gemm1_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t p, int64_t next_p) {
+static inline void moe__gemm1_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t p, int64_t next_p, void *amx) {
 #ifdef MOE__HAVE_AMX
   moe__rows R[MOE__AMX_NB];
   moe_gemm_args g[MOE__AMX_NB];
   for (int64_t i = 0; i < n; i++)
     if (!moe__gemm1_args(L, b + i, p, next_p, &g[i], &R[i])) return;
-  moe__amx_gemm_blocks(L->p, g, (int)n, 1);
+  moe__amx_gemm_blocks(L->p, g, (int)n, 1, (moe__amx_block_buf *)amx);
 #else
-  (void)L, (void)b, (void)n, (void)p, (void)next_p;
+  (void)L, (void)b, (void)n, (void)p, (void)next_p, (void)amx;
 #endif
 }
 /* GEMM2 of blocks [b, b + n) of one expert, output panel pair q, in one AMX call. */
-static inline void moe__gemm2_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t q, const uint8_t *next, size_t next_bytes) {
+static inline void moe__gemm2_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t q, const uint8_t *next, size_t next_bytes,
+                                     void *amx) {
 #ifdef MOE__HAVE_AMX
   moe__rows R[MOE__AMX_NB];
   moe_gemm_args g[MOE__AMX_NB];
   for (int64_t i = 0; i < n; i++) moe__gemm2_args(L, b + i, q, next, next_bytes, &g[i], &R[i]);
-  moe__amx_gemm_blocks(L->p, g, (int)n, 0);
+  moe__amx_gemm_blocks(L->p, g, (int)n, 0, (moe__amx_block_buf *)amx);
 #else
-  (void)L, (void)b, (void)n, (void)q, (void)next, (void)next_bytes;
+  (void)L, (void)b, (void)n, (void)q, (void)next, (void)next_bytes, (void)amx;
 #endif
 }
 
@@ -691,13 +724,13 @@ static inline void moe__busy(moe__layer *L, int kind, int64_t *t) {
  * weight panels, so each panel comes from DRAM once and stays in cache while the expert's rows
  * stream through it. Few experts hit (decode) still give experts x panel runs items: N is split
  * within each expert. */
-static inline void moe__gemm1_item(moe__layer *L, int64_t t) {
+static inline void moe__gemm1_item(moe__layer *L, int64_t t, void *amx) {
   int64_t runs = moe__cdiv(moe__h_panels(L), L->chunk1), gi = t / runs, p0 = t % runs * L->chunk1;
   int64_t p1 = p0 + L->chunk1 < moe__h_panels(L) ? p0 + L->chunk1 : moe__h_panels(L), t0 = moe__stats_ns(L);
   for (int64_t p = p0; p < p1; p++)
     for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
-      n = moe__amx_run(L, b, L->group_first[gi + 1]); /* blocks that share one AMX call */
-      if (n > 1) moe__gemm1_blocks(L, b, n, p, p + 1 < p1 ? p + 1 : -1);
+      n = moe__amx_run(L, b, L->group_first[gi + 1], amx); /* blocks that share one AMX call */
+      if (n > 1) moe__gemm1_blocks(L, b, n, p, p + 1 < p1 ? p + 1 : -1, amx);
       else moe__gemm1_block(L, b, p, p + 1 < p1 ? p + 1 : -1), n = 1;
     }
   moe__busy(L, 0, &t0);
@@ -721,7 +754,7 @@ static inline const uint8_t *moe__w2_pair(const moe__layer *L, int64_t gi, int64
   return X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
 }
 
-static inline void moe__gemm2_item(moe__layer *L, int64_t t) {
+static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx) {
   int64_t q0 = t * L->chunk2, q1 = q0 + L->chunk2 < moe__pairs2(L) ? q0 + L->chunk2 : moe__pairs2(L), t0;
   for (int64_t gi = 0; gi < L->n_groups; gi++) {
     t0 = moe__stats_ns(L);
@@ -732,8 +765,8 @@ static inline void moe__gemm2_item(moe__layer *L, int64_t t) {
       const uint8_t *next = q + 1 < q1 ? moe__w2_pair(L, gi, q + 1, &next_bytes)
                             : gi + 1 < L->n_groups ? moe__w2_pair(L, gi + 1, q0, &next_bytes) : NULL;
       for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
-        n = moe__amx_run(L, b, L->group_first[gi + 1]);
-        if (n > 1) moe__gemm2_blocks(L, b, n, q, next, next_bytes);
+        n = moe__amx_run(L, b, L->group_first[gi + 1], amx);
+        if (n > 1) moe__gemm2_blocks(L, b, n, q, next, next_bytes, amx);
         else moe__gemm2_block(L, b, q, next, next_bytes), n = 1;
       }
     }
@@ -741,13 +774,14 @@ static inline void moe__gemm2_item(moe__layer *L, int64_t t) {
   }
 }
 
-static inline void moe__experts_worker(void *arg, int64_t unused) {
+/* Worker w of the experts' region (each w runs once: the first amx_slots own a scratch). */
+static inline void moe__experts_worker(void *arg, int64_t w) {
   moe__layer *L = (moe__layer *)arg;
+  void *amx = w < L->amx_slots ? (uint8_t *)L->amx_scratch + (size_t)w * moe__amx_slot_bytes() : NULL;
   int64_t i;
-  (void)unused;
   while ((i = __atomic_fetch_add(&L->next_item, 1, __ATOMIC_RELAXED)) < L->items1 + L->items2) {
-    if (i < L->items1) moe__gemm1_item(L, i);
-    else moe__gemm2_item(L, i - L->items1);
+    if (i < L->items1) moe__gemm1_item(L, i, amx);
+    else moe__gemm2_item(L, i - L->items1, amx);
   }
   moe__tiles_release(); /* this thread's part of the region is done: its AMX tile state goes */
 }

@@ -149,15 +149,26 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
  * AVX-512 low-bit kernels (tot = fma(sum, scale, tot): FP8, INT4). bf16, int8 and MXFP4 have one
  * group: MXFP4's e8m0 scale is folded into the decoded bf16 weights, which is exact for a power of
  * two in bf16's normal range (calls with a scale outside it run the AVX-512 kernel). */
-/* k steps per chunk. A chunk's A tiles (8 KB) and two chunks of B tiles (2 x 16 KB) stay in L1. With
- * MOE__AMX_NB blocks, a call keeps ~58 KB of state and 16 KB of totals on the stack: a thread that
- * runs AMX kernels needs ~100 KB of stack. */
+/* k steps per chunk. A chunk's A tiles (8 KB) and two chunks of B tiles (2 x 16 KB) stay in L1: a
+ * call keeps ~42 KB of state on the stack. */
 #define MOE__AMX_KC 4
-/* Row blocks per call: the layer hands up to this many blocks of one expert to one call, so each
- * chunk's B tiles (loaded or decoded once) serve them all from L1. Each adds 16 KB of stack. */
+/* Row blocks per call: the layer hands up to MOE__AMX_NB blocks of one expert to one call, so each
+ * chunk's B tiles (loaded or decoded once) serve them all from L1. A block's C between chunks and
+ * its scale-group totals (16 KB) lie in the caller's scratch: the layer's workspace (MOE__AMX_NB
+ * blocks per worker), else the stack (MOE__AMX_NB_STACK blocks): a thread that runs AMX kernels
+ * needs ~100 KB of stack. */
 #ifndef MOE__AMX_NB
-#define MOE__AMX_NB 2
+#define MOE__AMX_NB 4
 #endif
+#define MOE__AMX_NB_STACK 2
+/* 1 when the tiles read B decoded into L1 (FP8, INT4, MXFP4): those calls take MOE__AMX_NB blocks
+ * and stage the next chunk under the tiles; bf16 and int8 read the stored lines in place, from L2,
+ * and keep MOE__AMX_NB_STACK blocks (four blocks' C and A crowd L1: bf16 M = 2048 7 % slower). */
+static inline int moe__amx_decodes(moe_precision p) { return p != MOE_PREC_BF16 && p != MOE_PREC_FP16 && p != MOE_PREC_INT8; }
+typedef struct moe__amx_block_buf {
+  MOE__ALIGN64 int32_t c[2][2][2][16 * 16]; /* C between chunks: [rt][panel][half]  */
+  MOE__ALIGN64 float tot[MOE_BLOCK_M * 64]; /* totals over the scale groups (FP8, INT4) */
+} moe__amx_block_buf;
 
 /* The thread's loaded configuration (0: none). */
 static MOE__TLS int moe__amx_loaded;
@@ -190,11 +201,11 @@ typedef struct moe__amx_b {
 typedef struct moe__amx_call {
   MOE__ALIGN64 uint8_t a[2][MOE__AMX_KC][16 * 64];       /* copied A tiles of a block's chunk     */
   MOE__ALIGN64 uint8_t bb[2][2][MOE__AMX_KC][2][16 * 64]; /* decoded B tiles (or the K tail's), two chunks */
-  MOE__ALIGN64 int32_t c[MOE__AMX_NB][2][2][2][16 * 16]; /* C between chunks: [block][rt][panel][half] */
   moe__amx_b btt[2][2][MOE__AMX_KC];                     /* B tiles per panel, step, of two chunks */
   moe__amx_b at[MOE__AMX_KC];                            /* A tiles per step (t0, t1: row tiles)   */
   uint8_t (*b)[MOE__AMX_KC][2][16 * 64];                 /* the chunk's: bb[buffer]               */
   moe__amx_b (*bt)[MOE__AMX_KC];                         /* the chunk's: btt[buffer]              */
+  moe__amx_block_buf *bufs;                              /* each block's C and totals             */
   int kc, blk;                                           /* k steps per chunk; the block running  */
   moe_precision p;
   int a8, dot, np, nrt, shape;
@@ -205,6 +216,9 @@ typedef struct moe__amx_call {
   moe__lowbit L;
   const uint8_t *pf, *pf_end; /* w_next, prefetched a few lines per step                           */
   int pf_lines;
+  int64_t kpad, next_c0;      /* the next chunk: its first step, its steps, how many are staged     */
+  int next_n, next_done, next_buf;
+  int interleave, stage_here; /* decoded B: the next chunk staged a step at a time under the tiles  */
 } moe__amx_call;
 
 /* The dot product of tiles c += a . b in the call's precision (tile numbers are immediates). */
@@ -246,14 +260,14 @@ MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64
   }
 }
 
-/* The B tiles of panel i for steps [s0, s0 + n). Stored lines (bf16, int8) are read in place
- * (two lines per B-tile row: stride 128); the step that reaches past the codes (k tail) and the
- * low-bit formats go to C->b, lines past the codes zero. */
-MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t s0, int n, int64_t kpad) {
+/* The B tiles of panel i for the chunk's steps c0 + [s_lo, s_hi). Stored lines (bf16, int8) are
+ * read in place (two lines per B-tile row: stride 128); the step that reaches past the codes (k
+ * tail) and the low-bit formats go to C->b, lines past the codes zero. */
+MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_lo, int s_hi, int64_t kpad) {
   const uint8_t *codes = C->codes[i];
   const moe__lowbit *L = &C->L;
-  for (int s = 0; s < n; s++) {
-    const int64_t step = s0 + s, k0 = step * C->ks;
+  for (int s = s_lo; s < s_hi; s++) {
+    const int64_t step = c0 + s, k0 = step * C->ks;
     uint8_t *b0 = C->b[i][s][0], *b1 = C->b[i][s][1];
     moe__amx_b *bt = &C->bt[i][s];
     int64_t valid; /* B rows of this step inside the codes */
@@ -323,8 +337,8 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t s0, int n, 
 
 /* The cbuf block of C tile t in a pass of `shape` over panel i (of the running block). */
 static inline int32_t *moe__amx_cbuf(moe__amx_call *C, int shape, int i, int t) {
-  if (shape == MOE__AMX_2X2) return C->c[C->blk][t >> 1][i][t & 1];
-  return C->c[C->blk][0][shape == MOE__AMX_1X4 ? t >> 1 : 0][t & 1];
+  if (shape == MOE__AMX_2X2) return C->bufs[C->blk].c[t >> 1][i][t & 1];
+  return C->bufs[C->blk].c[0][shape == MOE__AMX_1X4 ? t >> 1 : 0][t & 1];
 }
 
 /* A few lines of the caller's next weights into L2 per k step. */
@@ -332,7 +346,21 @@ MOE__AMX_FN void moe__amx_prefetch(moe__amx_call *C) {
   for (int l = 0; l < C->pf_lines && C->pf < C->pf_end; l++, C->pf += 64) _mm_prefetch((const char *)C->pf, _MM_HINT_T1);
 }
 
-/* n steps of one pass: panel i (2x2, 1x2) or both panels (1x4). */
+/* Stages the next chunk's steps up to `upto` (into its own buffer; the running chunk's stay). */
+MOE__AMX_FN void moe__amx_stage_next(moe__amx_call *C, int upto) {
+  uint8_t (*b)[MOE__AMX_KC][2][16 * 64] = C->b;
+  moe__amx_b (*bt)[MOE__AMX_KC] = C->bt;
+  upto = upto < C->next_n ? upto : C->next_n;
+  if (C->next_done >= upto) return;
+  C->b = C->bb[C->next_buf], C->bt = C->btt[C->next_buf];
+  for (int i = 0; i < C->np; i++) moe__amx_prepare_b(C, i, C->next_c0, C->next_done, upto, C->kpad);
+  C->next_done = upto;
+  C->b = b, C->bt = bt;
+}
+
+/* n steps of one pass: panel i (2x2, 1x2) or both panels (1x4). A pass that stages decodes one
+ * step of the next chunk after each step's tile instructions, so the vector decode runs while
+ * the tiles execute instead of between their chains. */
 MOE__AMX_FN void moe__amx_steps(moe__amx_call *C, int i, int n) {
   for (int s = 0; s < n; s++) {
     const moe__amx_b *b0 = &C->bt[i][s], *b1 = &C->bt[1][s];
@@ -352,6 +380,7 @@ MOE__AMX_FN void moe__amx_steps(moe__amx_call *C, int i, int n) {
       MOE__AMX_DOT(C, 3, 4, 7);
     }
     moe__amx_prefetch(C);
+    if (C->stage_here) moe__amx_stage_next(C, C->next_done + 1);
   }
 }
 
@@ -392,7 +421,7 @@ MOE__AMX_FN void moe__amx_finish_group(const moe_gemm_args *g, moe__amx_call *C,
     const __m512 scale = moe__lowbit_scale(&C->L, gi, v);
     const __m512i zero = C->a8 ? moe__lowbit_zero(&C->L, gi, v) : _mm512_setzero_si512();
     for (int32_t row = 0; row < g->mr; row++) {
-      const __m512i s = _mm512_load_si512(C->c[C->blk][row >> 4][v >> 1][v & 1] + 16 * (row & 15));
+      const __m512i s = _mm512_load_si512(C->bufs[C->blk].c[row >> 4][v >> 1][v & 1] + 16 * (row & 15));
       moe__lowbit_finish(&C->L, row, v, C->a8 ? moe__lowbit_isum(s, zero, asum[row]) : _mm512_castsi512_ps(s), scale);
     }
   }
@@ -404,7 +433,7 @@ MOE__AMX_FN void moe__amx_store(const moe_gemm_args *g, moe__amx_call *C, int ge
     __m512 v[4];
     for (int q = 0; q < 4; q++) {
       const int i = q >> 1 < C->np ? q >> 1 : 0;
-      const __m512i s = _mm512_load_si512(C->c[C->blk][row >> 4][i][q & 1] + 16 * (row & 15));
+      const __m512i s = _mm512_load_si512(C->bufs[C->blk].c[row >> 4][i][q & 1] + 16 * (row & 15));
       v[q] = C->p == MOE_PREC_INT8 ? moe__qc8_dequant(s, C->codes[i] - moe__codes_offset(C->p), q & 1, g->a_scale[row]) : _mm512_castsi512_ps(s);
     }
     if (gemm1) moe__gemm1_store_avx512(g, row, v[0], v[1], v[2], v[3]);
@@ -435,7 +464,7 @@ static inline void moe__amx_use(moe__amx_call *C, int buf) { C->b = C->bb[buf], 
 /* Fills buffer `buf` with the B tiles of steps [c0, c1). */
 MOE__AMX_FN void moe__amx_stage(const moe_gemm_args *g, moe__amx_call *C, int64_t c0, int64_t c1, int buf) {
   moe__amx_use(C, buf);
-  for (int i = 0; i < C->np; i++) moe__amx_prepare_b(C, i, c0, (int)(c1 - c0), g->kpad);
+  for (int i = 0; i < C->np; i++) moe__amx_prepare_b(C, i, c0, 0, (int)(c1 - c0), g->kpad);
 }
 /* Block b of the call runs next: its row tiles and tile shape. */
 static inline void moe__amx_block(moe__amx_call *C, const moe_gemm_args *g, int b) {
@@ -444,15 +473,15 @@ static inline void moe__amx_block(moe__amx_call *C, const moe_gemm_args *g, int 
 }
 
 /* The AMX kernel of precision p over nb blocks of rows (gs[0..nb-1]: the same panels, kred and
- * hint; their own rows and outputs), tot[b] their totals: gemm1 (gate and up panels, activation) or
+ * hint; their own rows and outputs), bufs[b] their C and totals: gemm1 (gate and up panels, activation) or
  * gemm2 (1-2 panels). Per chunk the B tiles are staged once (a chunk ahead), then every block runs
  * its passes; with one block and one pass C stays in the tiles over a group, else it goes through
  * cbuf between chunks. 0 when the call does not fit the tiles (the caller runs AVX-512). */
-MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1, float (*tot)[MOE_BLOCK_M * 64]) {
+MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1, moe__amx_block_buf *bufs) {
   const moe_gemm_args *g = &gs[0];
   moe__amx_call C;
   const int64_t kg = g->kgroup && p != MOE_PREC_MXFP4 ? g->kgroup : 0; /* scale groups applied as sums */
-  C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  C.bufs = bufs, C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   C.dot = !C.a8 ? MOE__AMX_BF16 : p == MOE_PREC_INT4_W4A8 ? MOE__AMX_BSUD : MOE__AMX_BUSD;
   C.ks = C.a8 ? 64 : 32;
   if (kg % C.ks) return 0;
@@ -463,21 +492,27 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
   for (int i = 0; i < C.np; i++) C.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
   if (C.np == 1) C.codes[1] = C.codes[0];
   moe__tables_of(p, &C.tab);
-  moe__lowbit_init(p, g, C.np, &C.tab, tot[0], &C.L);
+  moe__lowbit_init(p, g, C.np, &C.tab, bufs[0].tot, &C.L);
   if (p == MOE_PREC_MXFP4 && !moe__amx_e8m0_foldable(g, &C)) return 0;
   C.pf = g->w_next, C.pf_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
   C.pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C.steps * nb) : 0;
   for (int b = 0; b < nb; b++) {
-    if (kg) memset(tot[b], 0, (size_t)gs[b].mr * 64 * sizeof(float));
+    if (kg) memset(bufs[b].tot, 0, (size_t)gs[b].mr * 64 * sizeof(float));
     if (!gemm1) moe__prefetch_c_rows(&gs[b], 0, gs[b].mr);
   }
+  C.kpad = g->kpad;
+  C.interleave = moe__amx_decodes(p);
+  C.stage_here = 0;
   moe__amx_config();
   moe__amx_stage(g, &C, 0, moe__amx_chunk_end(&C, 0), 0);
   for (int64_t c0 = 0, c1 = moe__amx_chunk_end(&C, 0), buf = 0; c0 < C.steps; buf ^= 1) {
     const int64_t n0 = c1, n1 = n0 < C.steps ? moe__amx_chunk_end(&C, n0) : n0, gs0 = c0 / C.gsteps * C.gsteps;
     const int group_end = c1 == C.steps || c1 % C.gsteps == 0;
-    if (n0 < C.steps) moe__amx_stage(g, &C, n0, n1, (int)buf ^ 1); /* a chunk ahead: its stores retire meanwhile */
+    /* the next chunk a chunk ahead (its stores retire meanwhile): decoded B step by step under
+       the first pass's tiles, stored lines (pointers only) here */
+    C.next_c0 = n0, C.next_n = (int)(n1 - n0), C.next_done = 0, C.next_buf = (int)buf ^ 1;
     moe__amx_use(&C, (int)buf);
+    if (!C.interleave) moe__amx_stage_next(&C, C.next_n);
     for (int b = 0; b < nb; b++) {
       int passes, resident;
       moe__amx_block(&C, &gs[b], b);
@@ -486,32 +521,36 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
       moe__amx_pack_a(&gs[b], &C, c0, (int)(c1 - c0));
       for (int i = 0; i < passes; i++) {
         if (!resident || c0 == gs0) moe__amx_load_c(&C, i, c0 == gs0);
+        C.stage_here = C.interleave && b == 0 && i == 0;
         moe__amx_steps(&C, i, (int)(c1 - c0));
+        C.stage_here = 0;
         if (!resident || group_end) moe__amx_store_c(&C, i);
       }
     }
+    moe__amx_stage_next(&C, C.next_n); /* what the steps did not reach */
     if (group_end && kg)
       for (int b = 0; b < nb; b++) {
         moe__amx_block(&C, &gs[b], b);
-        C.L.tot = tot[b];
+        C.L.tot = bufs[b].tot;
         moe__amx_finish_group(&gs[b], &C, c0 / C.gsteps, gs0 * C.ks, c1 * C.ks < g->kred ? c1 * C.ks : g->kred);
       }
     c0 = n0, c1 = n1;
   }
   for (int b = 0; b < nb; b++) {
     moe__amx_block(&C, &gs[b], b);
-    if (kg) moe__lowbit_store(&gs[b], tot[b], gemm1, C.np, C.a8);
+    if (kg) moe__lowbit_store(&gs[b], bufs[b].tot, gemm1, C.np, C.a8);
     else moe__amx_store(&gs[b], &C, gemm1);
   }
   return 1;
 }
 
-/* nb blocks (1..MOE__AMX_NB) against the same panels on the tiles, or block by block on AVX-512
- * when the call does not fit them. */
-MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1) {
-  MOE__ALIGN64 float tot[MOE__AMX_NB][MOE_BLOCK_M * 64];
+/* nb blocks against the same panels on the tiles, or block by block on AVX-512 when the call does
+ * not fit them: up to MOE__AMX_NB with the caller's scratch (nb block buffers), MOE__AMX_NB_STACK
+ * without (NULL). */
+MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1, moe__amx_block_buf *scratch) {
+  moe__amx_block_buf own[MOE__AMX_NB_STACK];
   const moe_gemm_config *avx512;
-  if (moe__amx_gemm(p, gs, nb, gemm1, tot)) return;
+  if (moe__amx_gemm(p, gs, nb, gemm1, scratch ? scratch : own)) return;
   avx512 = moe_gemm_config_for(p, MOE_ISA_AVX512);
   for (int b = 0; b < nb; b++) (gemm1 ? avx512->gemm1 : avx512->gemm2)(&gs[b]);
 }
@@ -522,8 +561,8 @@ MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, 
  * calls with extreme scales, run the AVX-512 kernel. */
 #define MOE__AMX_ATTR __attribute__((target(MOE__AMX_T))) static inline
 #define MOE__AMX_UKERNELS(fam, kr, prec)                                                                               \
-  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_32x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 1); } \
-  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_32x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 0); }
+  MOE__AMX_ATTR void moe_##fam##_gemm1_ukernel_32x32c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 1, NULL); } \
+  MOE__AMX_ATTR void moe_##fam##_gemm2_ukernel_32x64c##kr##__amx(const moe_gemm_args *g) { moe__amx_gemm_blocks(prec, g, 1, 0, NULL); }
 MOE__AMX_UKERNELS(bf16_bf16w, 2, MOE_PREC_BF16)
 MOE__AMX_UKERNELS(qu8_qc8w, 4, MOE_PREC_INT8)
 MOE__AMX_UKERNELS(bf16_fp8w, 2, MOE_PREC_FP8)

@@ -146,6 +146,53 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
   free(ref);
 }
 
+/* Many rows per expert: 150 tokens, top-1 over two experts, 140 of them on expert 0 (five blocks).
+ * On the AMX tier a worker with scratch in the workspace runs up to MOE__AMX_NB of those blocks in
+ * one call, the others MOE__AMX_NB_STACK: whatever the threads and chunks, the bits are the same. */
+#define MR_M 150
+static void test_many_rows(moe_precision p, uint64_t seed) {
+  static const int threads[] = {2, 7};
+  static const int64_t chunks[] = {0, 0, 37};
+  orc_plain pl;
+  orc_spec s;
+  moe_experts ex;
+  moe_call c;
+  float tw[MR_M];
+  int32_t ids[MR_M];
+  size_t bytes = 2 * MR_M * K_, n;
+  kit_rng r = {seed};
+  void *buf, *x, *ref_out = test_malloc(bytes), *out = test_malloc(bytes);
+  orc_pool one;
+  memset(&s, 0, sizeof s);
+  s.prec = p, s.E = 2, s.N = N_, s.K = K_, s.bias = 1, s.seed = seed;
+  orc_plain_make(&pl, &s);
+  n = moe_pack_size(&pl.w);
+  buf = test_malloc(n ? n : 1);
+  CHECK(moe_pack(&pl.w, &ex, buf, n) == MOE_OK, "pack");
+  x = orc_make_x(MOE_BF16, MR_M, K_, K_, &r);
+  for (int m = 0; m < MR_M; m++) ids[m] = m % 15 == 0, tw[m] = (float)(0.5 + kit_uniform(&r));
+  memset(&c, 0, sizeof c);
+  c.x = x, c.dtype = MOE_BF16, c.M = MR_M, c.topk = 1, c.topk_weights = tw, c.topk_ids = ids;
+  orc_pool_start(&one, 1, ORC_ORDER_STRIDED);
+  run(&ex, &c, 0, &one, ref_out, bytes, "many rows, reference");
+  orc_pool_stop(&one);
+  for (int i = 0; i < 3; i++) {
+    orc_pool pp;
+    char what[96];
+    orc_pool_start(&pp, threads[i % 2], i % 2 ? ORC_ORDER_DYNAMIC : ORC_ORDER_REVERSED);
+    snprintf(what, sizeof what, "%s many rows per expert, %d threads, chunk_tokens %lld", pname(p), threads[i % 2],
+             (long long)chunks[i]);
+    run(&ex, &c, chunks[i], &pp, out, bytes, what);
+    orc_pool_stop(&pp);
+    CHECK(memcmp(out, ref_out, bytes) == 0, "%s: output differs from the 1-thread run", what);
+  }
+  orc_plain_free(&pl);
+  free(buf);
+  free(x);
+  free(ref_out);
+  free(out);
+}
+
 /* Option --quick: the best tier only (the sanitized runs: ThreadSanitizer checks the experts'
  * region, which every tier shares). */
 int main(int argc, char **argv) {
@@ -160,6 +207,7 @@ int main(int argc, char **argv) {
       for (int pi = 0; pi < 7; pi++) {
         if (!moe_precision_compiled(precs[pi])) continue;
         test_precision(precs[pi], (moe_dtype)(pi % 3), 100 + (uint64_t)pi, omp);
+        if (!omp) test_many_rows(precs[pi], 200 + (uint64_t)pi);
       }
     }
   moe_set_isa(MOE_ISA_COUNT); /* out of range: no cap */

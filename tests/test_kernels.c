@@ -196,24 +196,27 @@ static moe_gemm_args args_of(const moe_experts *ex, const kit_weights *kw, int w
 }
 
 #ifdef MOE__HAVE_AMX
-/* The layer's AMX call over two row blocks of one expert (moe__amx_gemm_blocks) as a kernel of one
- * block: the block under test (first or second) beside a partner block of other rows, whose outputs
- * go to scratch. Each block of the call must match the scalar twin on its own. */
+/* The layer's AMX call over several row blocks of one expert (moe__amx_gemm_blocks) as a kernel of
+ * one block: the block under test (at position `pos`) beside partner blocks of other rows, whose
+ * outputs go to scratch. nb is MOE__AMX_NB_STACK (no scratch: the stack) or MOE__AMX_NB (the
+ * layer's scratch, poisoned). Each block of the call must match the scalar twin on its own. */
 static struct {
   const act_rows *partner;
-  int second;
+  int pos, nb;
   moe_precision p;
   float out[MOE_BLOCK_M * 2 * MOE_NR], *rows[MOE_BLOCK_M];
+  moe__amx_block_buf scratch[MOE__AMX_NB];
 } mb;
 static void mb_call(const moe_gemm_args *g, int which) {
-  moe_gemm_args gs[2], other = *g;
+  moe_gemm_args gs[MOE__AMX_NB], other = *g;
   const act_rows *a = mb.partner;
   other.mr = a->mr, other.a = (const void *const *)a->row, other.lda = a->lda, other.a_scale = a->scale;
   other.row_weight = a->weight;
   for (int32_t m = 0; m < a->mr; m++) mb.rows[m] = mb.out + m * 2 * MOE_NR;
   other.c = mb.out, other.ldc = 2 * MOE_NR, other.c_rows = mb.rows;
-  gs[mb.second] = *g, gs[!mb.second] = other;
-  moe__amx_gemm_blocks(mb.p, gs, 2, which == 1);
+  for (int b = 0; b < mb.nb; b++) gs[b] = b == mb.pos ? *g : other;
+  memset(mb.scratch, 0xA5, sizeof mb.scratch);
+  moe__amx_gemm_blocks(mb.p, gs, mb.nb, which == 1, mb.nb > MOE__AMX_NB_STACK ? mb.scratch : NULL);
 }
 static void mb_gemm1(const moe_gemm_args *g) { mb_call(g, 1); }
 static void mb_gemm2(const moe_gemm_args *g) { mb_call(g, 2); }
@@ -245,12 +248,13 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
         if (rel > st->max_rel[which]) st->max_rel[which] = rel;
         st->calls++;
 #ifdef MOE__HAVE_AMX
-        if (test->isa == MOE_ISA_AMX && p == calls - 1) { /* two blocks in one call (the last: nr tails) */
+        if (test->isa == MOE_ISA_AMX && p == calls - 1) { /* blocks in one call (the last: nr tails) */
           act_rows partner;
           act_rows_make(&partner, &r, moe__is_a8(kc->p), rows[(ri + 3) % (sizeof rows / sizeof rows[0])], kred, (int)(ri / 2 % 2));
-          mb.partner = &partner, mb.second = (int)(ri % 2), mb.p = kc->p;
-          snprintf(what, sizeof what, "%s two blocks (this one %s, partner mr=%d) gemm%d %s N=%lld K=%lld mr=%d call=%lld",
-                   test->name, mb.second ? "second" : "first", (int)partner.mr, which, kc->lay.name, (long long)kc->N,
+          mb.partner = &partner, mb.p = kc->p;
+          mb.nb = ri % 2 ? MOE__AMX_NB : MOE__AMX_NB_STACK, mb.pos = (int)(ri / 2 % (size_t)mb.nb);
+          snprintf(what, sizeof what, "%s %d blocks (this one at %d, partners mr=%d) gemm%d %s N=%lld K=%lld mr=%d call=%lld",
+                   test->name, mb.nb, mb.pos, (int)partner.mr, which, kc->lay.name, (long long)kc->N,
                    (long long)kc->K, (int)g.mr, (long long)p);
           rel = compare(which == 1 ? mb_gemm1 : mb_gemm2, which == 1 ? ref->gemm1 : ref->gemm2, which, &g,
                         tolerance(kc->p, which), what);
