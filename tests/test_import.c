@@ -280,8 +280,18 @@ static void test_awq(void) {
       {48, 128, 32, MOE_F16, 96, 0},    /* gate_proj into the first half              */
       {40, 256, 128, MOE_BF16, 50, 7},  /* other scale dtypes, an odd row offset      */
       {8, 96, 96, MOE_F32, 8, 0},       /* group_size -1 (one group of 96)            */
+      {136, 256, 128, MOE_F16, 136, 0}, /* 17 words per row: two AVX2 blocks, a tail word */
+      {64, 96, 32, MOE_BF16, 128, 64},  /* 8 words, in features 64..95 a short block  */
   };
-  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+  /* each case on the portable path and, where the CPU has it, the AVX2 one */
+#ifdef MOE__IMP_AWQ_AVX2
+  const int paths = __builtin_cpu_supports("avx2") ? 2 : 1;
+#else
+  const int paths = 1;
+#endif
+  for (size_t cp = 0; cp < paths * (sizeof cases / sizeof cases[0]); cp++) {
+    const size_t ci = cp % (sizeof cases / sizeof cases[0]);
+    const int simd = (int)(cp / (sizeof cases / sizeof cases[0]));
     kit_rng r = kit_rng_stream(21, ci);
     int4_mat m;
     char what[128];
@@ -295,9 +305,13 @@ static void test_awq(void) {
       void *qw = odd_copy(m.qweight, 4 * nw), *qz = odd_copy(m.qzeros, 4 * nz), *sc = odd_copy(m.scales, ns);
       uint8_t *q = poisoned((size_t)(dr * rb)), *z = poisoned((size_t)(dr * ng));
       float *s = (float *)(void *)poisoned(4 * (size_t)(dr * ng));
-      moe_status st = moe_import_awq(qw, qz, sc, m.st, m.rows, m.cols, m.group, q, s, z, dr, cases[ci].row0);
-      snprintf(what, sizeof what, "awq %lldx%lld group %d %s dst %lld row0 %lld", (long long)m.rows,
-               (long long)m.cols, m.group, dname(m.st), (long long)dr, (long long)cases[ci].row0);
+      moe_status st;
+#ifdef MOE__IMP_AWQ_AVX2
+      moe__imp_awq_simd = simd;
+#endif
+      st = moe_import_awq(qw, qz, sc, m.st, m.rows, m.cols, m.group, q, s, z, dr, cases[ci].row0);
+      snprintf(what, sizeof what, "awq %lldx%lld group %d %s dst %lld row0 %lld%s", (long long)m.rows,
+               (long long)m.cols, m.group, dname(m.st), (long long)dr, (long long)cases[ci].row0, simd ? " (AVX2)" : "");
       CHECK(st == MOE_OK, "%s: %s", what, moe_status_str(st));
       if (st == MOE_OK) check_int4(what, &m, dr, cases[ci].row0, q, s, z);
       printf("%s: %s\n", what, st == MOE_OK ? "imported" : moe_status_str(st));
@@ -305,6 +319,9 @@ static void test_awq(void) {
     }
     int4_free(&m);
   }
+#ifdef MOE__IMP_AWQ_AVX2
+  moe__imp_awq_simd = -1;
+#endif
 }
 
 static void test_gptq(void) {
