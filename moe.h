@@ -906,7 +906,7 @@ MOE_API moe_status moe_pack_parallel(const moe_weights *plain, moe_experts *pack
   J.plain = plain, J.next = 0, J.units = moe__pack_units(plain, &J.pl);
   if (par) moe__parallel(par, moe__pack_worker, &J, moe__threads(par));
   else moe__pack_worker(&J, 0);
-  moe__pack_end(plain, packed, &J.pl, J.base);
+  moe__pack_end(plain, packed, &J.pl, J.base, 0);
   return MOE_OK;
 }
 

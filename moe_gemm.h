@@ -693,16 +693,17 @@ static inline moe_status moe__pack_begin(const moe_weights *plain, moe_experts *
   return MOE_OK;
 }
 
-/* The biases after the panels, and the magic: the pack is complete. */
-static inline void moe__pack_end(const moe_weights *plain, moe_experts *packed, const moe__pack_plan *pl, uint8_t *base) {
+/* The biases of plain's experts (experts e0.. of the layout pl) after the panels, and the magic. */
+static inline void moe__pack_end(const moe_weights *plain, moe_experts *packed, const moe__pack_plan *pl, uint8_t *base,
+                                 int64_t e0) {
   if (plain->b13) {
     float *b = (float *)(base + pl->w13_bytes + pl->w2_bytes);
-    memcpy(b, plain->b13, (size_t)plain->E * 2 * (size_t)plain->N * sizeof(float));
+    memcpy(b + (size_t)e0 * 2 * (size_t)plain->N, plain->b13, (size_t)plain->E * 2 * (size_t)plain->N * sizeof(float));
     packed->b13 = b;
   }
   if (plain->b2) {
     float *b = (float *)(base + pl->w13_bytes + pl->w2_bytes + pl->b13_bytes);
-    memcpy(b, plain->b2, (size_t)plain->E * (size_t)plain->K * sizeof(float));
+    memcpy(b + (size_t)e0 * (size_t)plain->K, plain->b2, (size_t)plain->E * (size_t)plain->K * sizeof(float));
     packed->b2 = b;
   }
   packed->magic = MOE__MAGIC;
@@ -714,7 +715,7 @@ MOE_API moe_status moe_pack(const moe_weights *plain, moe_experts *packed, void 
   moe_status st = moe__pack_begin(plain, packed, buf, size, &pl, &base);
   if (st != MOE_OK) return st;
   for (int64_t u = 0; u < moe__pack_units(plain, &pl); u++) moe__pack_unit(plain, &pl, base, u);
-  moe__pack_end(plain, packed, &pl, base);
+  moe__pack_end(plain, packed, &pl, base, 0);
   return MOE_OK;
 }
 
@@ -733,15 +734,7 @@ MOE_API moe_status moe_pack_part(const moe_weights *whole, const moe_weights *pa
   w13 = base + (size_t)e0 * (size_t)pl.panels13 * pl.panel13_bytes;
   w2 = base + pl.w13_bytes + (size_t)e0 * (size_t)pl.panels2 * pl.panel2_bytes;
   for (int64_t u = 0; u < moe__pack_units(part, &pp); u++) moe__pack_unit_into(part, &pp, w13, w2, u);
-  if (part->b13)
-    memcpy(base + pl.w13_bytes + pl.w2_bytes + (size_t)e0 * 2 * (size_t)whole->N * sizeof(float), part->b13,
-           (size_t)part->E * 2 * (size_t)part->N * sizeof(float));
-  if (part->b2)
-    memcpy(base + pl.w13_bytes + pl.w2_bytes + pl.b13_bytes + (size_t)e0 * (size_t)whole->K * sizeof(float), part->b2,
-           (size_t)part->E * (size_t)part->K * sizeof(float));
-  if (whole->b13) packed->b13 = (const float *)(base + pl.w13_bytes + pl.w2_bytes);
-  if (whole->b2) packed->b2 = (const float *)(base + pl.w13_bytes + pl.w2_bytes + pl.b13_bytes);
-  packed->magic = MOE__MAGIC;
+  moe__pack_end(part, packed, &pl, base, e0); /* part's biases: experts e0.. of the whole layout */
   return MOE_OK;
 }
 

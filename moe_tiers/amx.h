@@ -216,8 +216,9 @@ typedef struct moe__amx_call {
   moe__lowbit L;
   const uint8_t *pf, *pf_end; /* w_next, prefetched a few lines per step                           */
   int pf_lines;
-  int64_t kpad, next_c0;      /* the next chunk: its first step, its steps, how many are staged     */
-  int next_n, next_done, next_buf;
+  int64_t kpad;               /* the codes' padded k                                                */
+  int64_t next_c0;            /* the next chunk: its first step, its steps, how many are staged, and */
+  int next_n, next_done, next_buf; /* its buffer                                                    */
   int interleave, stage_here; /* decoded B: the next chunk staged a step at a time under the tiles  */
 } moe__amx_call;
 
@@ -346,13 +347,16 @@ MOE__AMX_FN void moe__amx_prefetch(moe__amx_call *C) {
   for (int l = 0; l < C->pf_lines && C->pf < C->pf_end; l++, C->pf += 64) _mm_prefetch((const char *)C->pf, _MM_HINT_T1);
 }
 
+/* Points the call at buffer `buf`'s B tiles. */
+static inline void moe__amx_use(moe__amx_call *C, int buf) { C->b = C->bb[buf], C->bt = C->btt[buf]; }
+
 /* Stages the next chunk's steps up to `upto` (into its own buffer; the running chunk's stay). */
 MOE__AMX_FN void moe__amx_stage_next(moe__amx_call *C, int upto) {
   uint8_t (*b)[MOE__AMX_KC][2][16 * 64] = C->b;
   moe__amx_b (*bt)[MOE__AMX_KC] = C->bt;
   upto = upto < C->next_n ? upto : C->next_n;
   if (C->next_done >= upto) return;
-  C->b = C->bb[C->next_buf], C->bt = C->btt[C->next_buf];
+  moe__amx_use(C, C->next_buf);
   for (int i = 0; i < C->np; i++) moe__amx_prepare_b(C, i, C->next_c0, C->next_done, upto, C->kpad);
   C->next_done = upto;
   C->b = b, C->bt = bt;
@@ -459,12 +463,9 @@ static inline int64_t moe__amx_chunk_end(const moe__amx_call *C, int64_t c0) {
   const int64_t g1 = (c0 / C->gsteps + 1) * C->gsteps, end = g1 < C->steps ? g1 : C->steps;
   return c0 + C->kc < end ? c0 + C->kc : end;
 }
-/* Points the call at buffer `buf`'s B tiles. */
-static inline void moe__amx_use(moe__amx_call *C, int buf) { C->b = C->bb[buf], C->bt = C->btt[buf]; }
-/* Fills buffer `buf` with the B tiles of steps [c0, c1). */
-MOE__AMX_FN void moe__amx_stage(const moe_gemm_args *g, moe__amx_call *C, int64_t c0, int64_t c1, int buf) {
-  moe__amx_use(C, buf);
-  for (int i = 0; i < C->np; i++) moe__amx_prepare_b(C, i, c0, 0, (int)(c1 - c0), g->kpad);
+/* The next chunk is steps [c0, c1), staged into buffer `buf` (none yet). */
+static inline void moe__amx_next(moe__amx_call *C, int64_t c0, int64_t c1, int buf) {
+  C->next_c0 = c0, C->next_n = (int)(c1 - c0), C->next_done = 0, C->next_buf = buf;
 }
 /* Block b of the call runs next: its row tiles and tile shape. */
 static inline void moe__amx_block(moe__amx_call *C, const moe_gemm_args *g, int b) {
@@ -504,13 +505,15 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
   C.interleave = moe__amx_decodes(p);
   C.stage_here = 0;
   moe__amx_config();
-  moe__amx_stage(g, &C, 0, moe__amx_chunk_end(&C, 0), 0);
+  moe__amx_use(&C, 0);
+  moe__amx_next(&C, 0, moe__amx_chunk_end(&C, 0), 0);
+  moe__amx_stage_next(&C, C.next_n); /* the first chunk, before any tiles */
   for (int64_t c0 = 0, c1 = moe__amx_chunk_end(&C, 0), buf = 0; c0 < C.steps; buf ^= 1) {
     const int64_t n0 = c1, n1 = n0 < C.steps ? moe__amx_chunk_end(&C, n0) : n0, gs0 = c0 / C.gsteps * C.gsteps;
     const int group_end = c1 == C.steps || c1 % C.gsteps == 0;
     /* the next chunk a chunk ahead (its stores retire meanwhile): decoded B step by step under
        the first pass's tiles, stored lines (pointers only) here */
-    C.next_c0 = n0, C.next_n = (int)(n1 - n0), C.next_done = 0, C.next_buf = (int)buf ^ 1;
+    moe__amx_next(&C, n0, n1, (int)buf ^ 1);
     moe__amx_use(&C, (int)buf);
     if (!C.interleave) moe__amx_stage_next(&C, C.next_n);
     for (int b = 0; b < nb; b++) {

@@ -285,7 +285,7 @@ static void test_awq(void) {
   };
   /* each case on the portable path and, where the CPU has it, the AVX2 one */
 #ifdef MOE__IMP_AWQ_AVX2
-  const int paths = __builtin_cpu_supports("avx2") ? 2 : 1;
+  const int paths = moe__imp_awq_avx2_on() ? 2 : 1;
 #else
   const int paths = 1;
 #endif
