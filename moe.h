@@ -19,7 +19,7 @@
  *   | MOE_NO_MXFP4        | remove MXFP4                                                        |
  *   | MOE_NO_AVX512       | remove the AVX-512 kernels (and AMX)                                |
  *   | MOE_NO_AMX          | remove the AMX tier (never ask the OS for tile state)               |
- *   | MOE_NO_AVX2         | remove the AVX2 and AVX-VNNI kernels (and AWQ import's AVX2 path)  |
+ *   | MOE_NO_AVX2         | remove the AVX2 and AVX-VNNI kernels (and AWQ import's AVX2 path)   |
  *   | MOE_DEFAULT_CHUNK   | tokens per chunk when moe_call.chunk_tokens is 0 (default 1024)     |
  *   | MOE_AMX_DEFAULT_CHUNK | the same on the AMX tier (default 2048: weights stream once per  |
  *   |                     | chunk, and the tiles make more rows per expert pay)                 |
