@@ -7,9 +7,9 @@
  * a portable C model of the eight tile registers and palette 1 (so every AMX code path runs, and is
  * tested, on any x86 with AVX-512). The kernels read the packed panels the AVX-512 kernels read: a
  * decoded (or, for bf16 and int8, the stored) line is one B-tile row of 16 columns, so a panel of 32
- * columns is two B tiles per k step. The integer tiles (int8: tdpbusd, u8 x s8; W4A8: tdpbsud,
- * (a - 128) x code) give the exact sums of vpdpbusd: those precisions are bitwise the same on the AMX
- * and AVX-512 tiers. tdpbf16ps rounds differently from vdpbf16ps (two FP32 sums per instruction,
+ * columns is two B tiles per k step. The integer tiles (int8: tdpbusd, u8 x s8; W4A8: tdpbssd,
+ * (a - 128) x (code - zero)) give exact sums, as vpdpbusd's: those precisions are bitwise the same on
+ * the AMX and AVX-512 tiers. tdpbf16ps rounds differently from vdpbf16ps (two FP32 sums per instruction,
  * DAZ/FTZ), so bf16-activation precisions agree with the other tiers to rounding.
  * The configuration is loaded once per thread and kept (moe__amx_config); the layer releases it at
  * the end of each thread's part of the experts' region (moe__amx_release). */
@@ -32,7 +32,7 @@ typedef struct moe__tilecfg {
 #define MOE__AMX_EMULATED 1
 #define MOE__AMX_T MOE__T_AMX_HOST
 /* The model: Intel SDM vol. 2, TILELOADD/TILESTORED/TILEZERO/LDTILECFG/TILERELEASE and TDPBF16PS,
- * TDPBUSD, TDPBSUD (pseudocode also at felixcloutier.com/x86/tdpbf16ps): rows and colsb from the
+ * TDPBUSD, TDPBSSD (pseudocode also at felixcloutier.com/x86/tdpbf16ps): rows and colsb from the
  * configuration, bytes past colsb and rows past rows read as zero; TDPBF16PS keeps two FP32 sums per
  * output (even and odd pair elements) over the instruction's k, each step an FMA with DAZ and FTZ
  * and round to nearest even, then adds their sum to the destination; the integer forms add each
@@ -79,7 +79,7 @@ static inline void moe__emu_dpbf16ps(int c, int a, int b) {
     }
   }
 }
-/* a_signed / b_signed: which operand's bytes are int8 (TDPBUSD: b; TDPBSUD: a) */
+/* a_signed / b_signed: which operand's bytes are int8 (TDPBUSD: b; TDPBSSD: both) */
 static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed) {
   for (int m = 0; m < moe__emu.rows[c]; m++)
     for (int n = 0; n < moe__emu.colsb[c] / 4; n++) {
@@ -103,7 +103,7 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #define MOE__TILE_ZERO(t) moe__emu_zero(t)
 #define MOE__TILE_DPBF16PS(c, a, b) moe__emu_dpbf16ps(c, a, b)
 #define MOE__TILE_DPBUSD(c, a, b) moe__emu_dpb(c, a, b, 0, 1)
-#define MOE__TILE_DPBSUD(c, a, b) moe__emu_dpb(c, a, b, 1, 0)
+#define MOE__TILE_DPBSSD(c, a, b) moe__emu_dpb(c, a, b, 1, 1)
 #define MOE__AMX_FEATURES MOE__F_AMX_HOST /* the model needs no tiles */
 #else
 #define MOE__AMX_EMULATED 0
@@ -121,7 +121,7 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #define MOE__TILE_ZERO(t) _tile_zero(t)
 #define MOE__TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 #define MOE__TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
-#define MOE__TILE_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#define MOE__TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
 #define MOE__AMX_FEATURES MOE__F_AMX
 #endif
 #define MOE__AMX_FN __attribute__((target(MOE__AMX_T))) static inline
@@ -133,7 +133,7 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
  *   tmm4, 5  A: row tiles 0 and 1 (rows 0-15, 16-31) x one k step
  *   tmm6, 7  B: one panel's columns 0-15 and 16-31 x one k step (16 lines of layout (a))
  *
- * A k step is 64 bytes of a row: 32 bf16 k (tdpbf16ps) or 64 int8 k (tdpbusd, tdpbsud). A call runs
+ * A k step is 64 bytes of a row: 32 bf16 k (tdpbf16ps) or 64 int8 k (tdpbusd, tdpbssd). A call runs
  * one or more row blocks (the layer's blocks of one expert) against the same panels, k in chunks of
  * MOE__AMX_KC steps. A chunk's B tiles are staged once, a chunk ahead, for every block (stored lines
  * in place; low-bit lines decoded into an L1 block); each block's A tiles are read in place when its
@@ -188,7 +188,7 @@ MOE__AMX_FN void moe__amx_release(void) {
   moe__amx_loaded = 0;
 }
 
-enum { MOE__AMX_BF16, MOE__AMX_BUSD, MOE__AMX_BSUD };              /* the dot product of a precision */
+enum { MOE__AMX_BF16, MOE__AMX_BUSD, MOE__AMX_BSSD };              /* the dot product of a precision */
 enum { MOE__AMX_2X2 = 0, MOE__AMX_1X4 = 1, MOE__AMX_1X2 = 2 };     /* C tile shapes of a pass     */
 
 /* One B tile pair: columns 0-15 at t0, 16-31 at t1, rows `stride` bytes apart. */
@@ -227,12 +227,12 @@ typedef struct moe__amx_call {
   do {                                                                                             \
     if ((C)->dot == MOE__AMX_BF16) MOE__TILE_DPBF16PS(c, a, b);                                    \
     else if ((C)->dot == MOE__AMX_BUSD) MOE__TILE_DPBUSD(c, a, b);                                 \
-    else MOE__TILE_DPBSUD(c, a, b);                                                                \
+    else MOE__TILE_DPBSSD(c, a, b);                                                                \
   } while (0)
 
 /* The A tiles of steps [s0, s0 + n): read in place when the rows are lda bytes apart (every step
  * before K's tail), else copied into C->a (row r of row tile rt from a[16 rt + r], k past kred zero;
- * W4A8: the activations as a - 128, tdpbsud's signed operand). Rows past mr stay zero there. */
+ * W4A8: the activations as a - 128, signed). Rows past mr stay zero there. */
 MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64_t s0, int n) {
   const int64_t elt = C->a8 ? 1 : 2;
   const __m512i flip = _mm512_set1_epi8(C->p == MOE_PREC_INT4_W4A8 ? (char)0x80 : 0);
@@ -259,6 +259,12 @@ MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64
       _mm512_store_si512(dst + (size_t)s * 1024, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, src ? src + k0 * elt : dst), _mm512_maskz_mov_epi8(mk, flip)));
     }
   }
+}
+
+/* W4A8: the zero points of panel i's columns 0-15 and 16-31 for group gi, each in its column's four
+ * bytes of a line of layout (d). */
+MOE__AMX_FN void moe__amx_zero_bytes(const moe__lowbit *L, int i, int64_t gi, __m512i z[2]) {
+  for (int h = 0; h < 2; h++) z[h] = _mm512_mullo_epi32(moe__lowbit_zero(L, gi, 2 * i + h), _mm512_set1_epi32(0x01010101));
 }
 
 /* The B tiles of panel i for the chunk's steps c0 + [s_lo, s_hi). Stored lines (bf16, int8) are
@@ -310,14 +316,20 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
         }
       break;
     }
-    case MOE_PREC_INT4_W4A8: /* 4 k per line, layout (d) */
+    case MOE_PREC_INT4_W4A8: { /* 4 k per line, layout (d), as q - zero (-15..15): no zero point to take off per group */
+      __m512i z[2];
+      moe__amx_zero_bytes(L, i, k0 / C->kgroup, z);
       valid = kpad / 4 - k0 / 4;
       for (int r = 0; r < 16; r++) {
         __m512i c0 = _mm512_setzero_si512(), c1 = c0;
-        if (r < valid) moe__q4_line(codes + 64 * (size_t)(k0 / 4 + r), &c0, &c1);
+        if (r < valid) {
+          moe__q4_line(codes + 64 * (size_t)(k0 / 4 + r), &c0, &c1);
+          c0 = _mm512_sub_epi8(c0, z[0]), c1 = _mm512_sub_epi8(c1, z[1]);
+        }
         _mm512_store_si512(b0 + 64 * r, c0), _mm512_store_si512(b1 + 64 * r, c1);
       }
       break;
+    }
     default: { /* bf16, int8: two stored lines per B-tile row */
       const int kr = C->a8 ? 4 : 2;
       const uint8_t *at = codes + 128 * (size_t)(k0 / kr);
@@ -416,17 +428,14 @@ MOE__AMX_FN void moe__amx_store_c(moe__amx_call *C, int i) {
   }
 }
 
-/* The end of scale group gi over k [k0, k1): its sums, scaled, into the totals (FP8, INT4). */
-MOE__AMX_FN void moe__amx_finish_group(const moe_gemm_args *g, moe__amx_call *C, int64_t gi, int64_t k0, int64_t k1) {
-  int32_t asum[MOE_BLOCK_M]; /* W4A8: sum_k (a - 128) of each row over the group */
-  if (C->a8)
-    for (int32_t row = 0; row < g->mr; row++) asum[row] = moe__sum_s8((const uint8_t *)g->a[row] + k0, k1 - k0);
+/* The end of scale group gi: its sums, scaled, into the totals (FP8, INT4; W4A8's int32 sums are
+ * already net of the zero point). */
+MOE__AMX_FN void moe__amx_finish_group(const moe_gemm_args *g, moe__amx_call *C, int64_t gi) {
   for (int v = 0; v < 2 * C->np; v++) {
     const __m512 scale = moe__lowbit_scale(&C->L, gi, v);
-    const __m512i zero = C->a8 ? moe__lowbit_zero(&C->L, gi, v) : _mm512_setzero_si512();
     for (int32_t row = 0; row < g->mr; row++) {
       const __m512i s = _mm512_load_si512(C->bufs[C->blk].c[row >> 4][v >> 1][v & 1] + 16 * (row & 15));
-      moe__lowbit_finish(&C->L, row, v, C->a8 ? moe__lowbit_isum(s, zero, asum[row]) : _mm512_castsi512_ps(s), scale);
+      moe__lowbit_finish(&C->L, row, v, C->a8 ? _mm512_cvtepi32_ps(s) : _mm512_castsi512_ps(s), scale);
     }
   }
 }
@@ -483,7 +492,7 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
   moe__amx_call C;
   const int64_t kg = g->kgroup && p != MOE_PREC_MXFP4 ? g->kgroup : 0; /* scale groups applied as sums */
   C.bufs = bufs, C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1;
-  C.dot = !C.a8 ? MOE__AMX_BF16 : p == MOE_PREC_INT4_W4A8 ? MOE__AMX_BSUD : MOE__AMX_BUSD;
+  C.dot = !C.a8 ? MOE__AMX_BF16 : p == MOE_PREC_INT4_W4A8 ? MOE__AMX_BSSD : MOE__AMX_BUSD;
   C.ks = C.a8 ? 64 : 32;
   if (kg % C.ks) return 0;
   C.steps = moe__cdiv(g->kred, C.ks);
@@ -535,7 +544,7 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
       for (int b = 0; b < nb; b++) {
         moe__amx_block(&C, &gs[b], b);
         C.L.tot = bufs[b].tot;
-        moe__amx_finish_group(&gs[b], &C, c0 / C.gsteps, gs0 * C.ks, c1 * C.ks < g->kred ? c1 * C.ks : g->kred);
+        moe__amx_finish_group(&gs[b], &C, c0 / C.gsteps);
       }
     c0 = n0, c1 = n1;
   }
