@@ -231,11 +231,11 @@ typedef struct moe__ws_plan {
 
 static inline size_t moe__elt(moe_dtype t) { return t == MOE_F32 ? 4 : 2; }
 
-/* The AMX tier loads GEMM1's A tiles in place from the block's rows gathered at a fixed stride
- * (W4A8 copies its rows anyway, as a - 128): the row bytes, plus a line so that a tile's 16 rows
- * do not share one L1 set. 0 when nothing is gathered. */
+/* The AMX tier loads GEMM1's A tiles in place from the block's rows gathered at a fixed stride: the
+ * row bytes, plus a line so that a tile's 16 rows do not share one L1 set. 0 when nothing is
+ * gathered. */
 static inline int64_t moe__xs_stride(const moe__layer *L) {
-  if (L->kern->isa != MOE_ISA_AMX || L->p == MOE_PREC_INT4_W4A8) return 0;
+  if (L->kern->isa != MOE_ISA_AMX) return 0;
   return (int64_t)moe__round_up((size_t)L->K * (L->a8 ? 1 : 2), 64) + 64;
 }
 

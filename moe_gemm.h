@@ -1176,7 +1176,7 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
   MOE__IF_AMX(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AMX, bf16_fp8w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,               \
                             MOE__AMX_FEATURES, "tdpbf16ps")))                                                      \
   MOE__IF_AMX(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AMX, qu8_qc4w, 32x32c4, 32x64c4, amx, 32, 32, 4, 32, 64,         \
-                             MOE__AMX_FEATURES, "tdpbssd")))                                                       \
+                             MOE__AMX_FEATURES, "tdpbusd")))                                                       \
   MOE__IF_AMX(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AMX, bf16_qc4w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,       \
                              MOE__AMX_FEATURES, "tdpbf16ps")))                                                     \
   MOE__IF_AMX(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AMX, bf16_mxfp4w, 32x32c2, 32x64c2, amx, 32, 32, 2, 32, 64,         \

@@ -309,7 +309,7 @@ static double peak_of_dot(const ceilings *c, const char *dot) {
   if (!strcmp(dot, "vpmaddubsw")) return c->gops_maddubs;
   if (!strcmp(dot, "vpdpbusd-ymm")) return c->gops_vnni_ymm;
   if (!strcmp(dot, "tdpbf16ps")) return c->gflops_tdpbf16;
-  if (!strcmp(dot, "tdpbusd") || !strcmp(dot, "tdpbssd")) return c->gops_tdpbusd; /* same rate */
+  if (!strcmp(dot, "tdpbusd")) return c->gops_tdpbusd;
   return 0.0;
 }
 

@@ -24,7 +24,7 @@ typedef struct ceilings {
   double gops_vnni_ymm;          /* vpdpbusd ymm (AVX-VNNI): 64 ops each                              */
   /* the AMX tiles, tile-only on all threads (after the OS granted tile state); 0 without AMX */
   double gflops_tdpbf16;         /* tdpbf16ps: 16384 flops each                                       */
-  double gops_tdpbusd;           /* tdpbusd (and tdpbssd, the same rate): 32768 ops each              */
+  double gops_tdpbusd;           /* tdpbusd: 32768 ops each                                           */
 } ceilings;
 
 /* The peaks, all threads of the pool at once, each the best of 40 trials of ~1 ms. */

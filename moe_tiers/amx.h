@@ -7,9 +7,9 @@
  * a portable C model of the eight tile registers and palette 1 (so every AMX code path runs, and is
  * tested, on any x86 with AVX-512). The kernels read the packed panels the AVX-512 kernels read: a
  * decoded (or, for bf16 and int8, the stored) line is one B-tile row of 16 columns, so a panel of 32
- * columns is two B tiles per k step. The integer tiles (int8: tdpbusd, u8 x s8; W4A8: tdpbssd,
- * (a - 128) x (code - zero)) give exact sums, as vpdpbusd's: those precisions are bitwise the same on
- * the AMX and AVX-512 tiers. tdpbf16ps rounds differently from vdpbf16ps (two FP32 sums per instruction,
+ * columns is two B tiles per k step. The integer tiles (tdpbusd, u8 x s8: int8's codes, W4A8's
+ * q - zero) give exact sums, as vpdpbusd's: those precisions are bitwise the same on the AMX and
+ * AVX-512 tiers. tdpbf16ps rounds differently from vdpbf16ps (two FP32 sums per instruction,
  * DAZ/FTZ), so bf16-activation precisions agree with the other tiers to rounding.
  * The configuration is loaded once per thread and kept (moe__amx_config); the layer releases it at
  * the end of each thread's part of the experts' region (moe__amx_release). */
@@ -32,7 +32,7 @@ typedef struct moe__tilecfg {
 #define MOE__AMX_EMULATED 1
 #define MOE__AMX_T MOE__T_AMX_HOST
 /* The model: Intel SDM vol. 2, TILELOADD/TILESTORED/TILEZERO/LDTILECFG/TILERELEASE and TDPBF16PS,
- * TDPBUSD, TDPBSSD (pseudocode also at felixcloutier.com/x86/tdpbf16ps): rows and colsb from the
+ * TDPBUSD (pseudocode also at felixcloutier.com/x86/tdpbf16ps): rows and colsb from the
  * configuration, bytes past colsb and rows past rows read as zero; TDPBF16PS keeps two FP32 sums per
  * output (even and odd pair elements) over the instruction's k, each step an FMA with DAZ and FTZ
  * and round to nearest even, then adds their sum to the destination; the integer forms add each
@@ -79,7 +79,7 @@ static inline void moe__emu_dpbf16ps(int c, int a, int b) {
     }
   }
 }
-/* a_signed / b_signed: which operand's bytes are int8 (TDPBUSD: b; TDPBSSD: both) */
+/* a_signed / b_signed: which operand's bytes are int8 (TDPBUSD: b) */
 static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed) {
   for (int m = 0; m < moe__emu.rows[c]; m++)
     for (int n = 0; n < moe__emu.colsb[c] / 4; n++) {
@@ -103,7 +103,6 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #define MOE__TILE_ZERO(t) moe__emu_zero(t)
 #define MOE__TILE_DPBF16PS(c, a, b) moe__emu_dpbf16ps(c, a, b)
 #define MOE__TILE_DPBUSD(c, a, b) moe__emu_dpb(c, a, b, 0, 1)
-#define MOE__TILE_DPBSSD(c, a, b) moe__emu_dpb(c, a, b, 1, 1)
 #define MOE__AMX_FEATURES MOE__F_AMX_HOST /* the model needs no tiles */
 #else
 #define MOE__AMX_EMULATED 0
@@ -121,7 +120,6 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #define MOE__TILE_ZERO(t) _tile_zero(t)
 #define MOE__TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 #define MOE__TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
-#define MOE__TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
 #define MOE__AMX_FEATURES MOE__F_AMX
 #endif
 #define MOE__AMX_FN __attribute__((target(MOE__AMX_T))) static inline
@@ -133,7 +131,7 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
  *   tmm4, 5  A: row tiles 0 and 1 (rows 0-15, 16-31) x one k step
  *   tmm6, 7  B: one panel's columns 0-15 and 16-31 x one k step (16 lines of layout (a))
  *
- * A k step is 64 bytes of a row: 32 bf16 k (tdpbf16ps) or 64 int8 k (tdpbusd, tdpbssd). A call runs
+ * A k step is 64 bytes of a row: 32 bf16 k (tdpbf16ps) or 64 int8 k (tdpbusd). A call runs
  * one or more row blocks (the layer's blocks of one expert) against the same panels, k in chunks of
  * MOE__AMX_KC steps. A chunk's B tiles are staged once, a chunk ahead, for every block (stored lines
  * in place; low-bit lines decoded into an L1 block); each block's A tiles are read in place when its
@@ -190,7 +188,7 @@ MOE__AMX_FN void moe__amx_release(void) {
   moe__amx_loaded = 0;
 }
 
-enum { MOE__AMX_BF16, MOE__AMX_BUSD, MOE__AMX_BSSD };              /* the dot product of a precision */
+enum { MOE__AMX_BF16, MOE__AMX_BUSD };                             /* the dot product of a precision */
 enum { MOE__AMX_2X2 = 0, MOE__AMX_1X4 = 1, MOE__AMX_1X2 = 2 };     /* C tile shapes of a pass     */
 
 /* One B tile pair: columns 0-15 at t0, 16-31 at t1, rows `stride` bytes apart. */
@@ -223,6 +221,7 @@ typedef struct moe__amx_call {
   int next_n, next_done, next_buf; /* its buffer                                                    */
   int interleave, stage_here; /* decoded B: the next chunk staged a step at a time under the tiles  */
   const moe_gemm_args *gs;    /* the blocks' arguments                                              */
+  MOE__ALIGN64 int32_t csum[4][4][16]; /* W4A8: per group (mod 4) and column vector, sum_k (q - zero) */
   int64_t fin_gi;             /* the scale group whose sums wait in cbuf to be finished (-1: none)  */
   int32_t fin_row[MOE__AMX_NB]; /* per block, the first row not yet finished                        */
   int fin_b, fin_per_step;    /* the block finishing under the running pass, and its rows per step  */
@@ -232,17 +231,15 @@ typedef struct moe__amx_call {
 #define MOE__AMX_DOT(C, c, a, b)                                                                   \
   do {                                                                                             \
     if ((C)->dot == MOE__AMX_BF16) MOE__TILE_DPBF16PS(c, a, b);                                    \
-    else if ((C)->dot == MOE__AMX_BUSD) MOE__TILE_DPBUSD(c, a, b);                                 \
-    else MOE__TILE_DPBSSD(c, a, b);                                                                \
+    else MOE__TILE_DPBUSD(c, a, b);                                                                \
   } while (0)
 
 /* The A tiles of steps [s0, s0 + n): read in place when the rows are lda bytes apart (every step
- * before K's tail), else copied into C->a (row r of row tile rt from a[16 rt + r], k past kred zero;
- * W4A8: the activations as a - 128, signed). Rows past mr stay zero there. */
+ * before K's tail), else copied into C->a (row r of row tile rt from a[16 rt + r], k past kred
+ * zero). Rows past mr stay zero there. */
 MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64_t s0, int n) {
   const int64_t elt = C->a8 ? 1 : 2;
-  const __m512i flip = _mm512_set1_epi8(C->p == MOE_PREC_INT4_W4A8 ? (char)0x80 : 0);
-  const int in_place = g->lda && C->p != MOE_PREC_INT4_W4A8;
+  const int in_place = g->lda != 0;
   int copy = n; /* the first step copied */
   for (int s = 0; s < n; s++) {
     const int64_t k0 = (s0 + s) * C->ks;
@@ -262,7 +259,7 @@ MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64
     for (int s = copy; s < n; s++) {
       const int64_t k0 = (s0 + s) * C->ks, left = src ? (g->kred - k0) * elt : 0;
       const __mmask64 mk = left >= 64 ? ~(__mmask64)0 : left > 0 ? (((__mmask64)1 << left) - 1) : 0;
-      _mm512_store_si512(dst + (size_t)s * 1024, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, src ? src + k0 * elt : dst), _mm512_maskz_mov_epi8(mk, flip)));
+      _mm512_store_si512(dst + (size_t)s * 1024, _mm512_maskz_loadu_epi8(mk, src ? src + k0 * elt : dst));
     }
   }
 }
@@ -322,18 +319,24 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
         }
       break;
     }
-    case MOE_PREC_INT4_W4A8: { /* 4 k per line, layout (d), as q - zero (-15..15): no zero point to take off per group */
-      __m512i z[2];
-      moe__amx_zero_bytes(L, i, k0 / C->kgroup, z);
-      valid = kpad / 4 - k0 / 4;
+    case MOE_PREC_INT4_W4A8: { /* 4 k per line, layout (d), as q - zero (-15..15), and its column sums */
+      const int64_t gi = k0 / C->kgroup;
+      const __m512i ones = _mm512_set1_epi8(1);
+      int32_t *cs0 = C->csum[gi & 3][2 * i], *cs1 = C->csum[gi & 3][2 * i + 1];
+      __m512i z[2], s0 = _mm512_setzero_si512(), s1 = s0;
+      moe__amx_zero_bytes(L, i, gi, z);
+      if (k0 % C->kgroup) s0 = _mm512_load_si512(cs0), s1 = _mm512_load_si512(cs1);
+      valid = kpad / 4 - k0 / 4; /* padded k hold the last group's zero point: q - zero = 0 there */
       for (int r = 0; r < 16; r++) {
         __m512i c0 = _mm512_setzero_si512(), c1 = c0;
         if (r < valid) {
           moe__q4_line(codes + 64 * (size_t)(k0 / 4 + r), &c0, &c1);
           c0 = _mm512_sub_epi8(c0, z[0]), c1 = _mm512_sub_epi8(c1, z[1]);
+          s0 = _mm512_dpbusd_epi32(s0, ones, c0), s1 = _mm512_dpbusd_epi32(s1, ones, c1);
         }
         _mm512_store_si512(b0 + 64 * r, c0), _mm512_store_si512(b1 + 64 * r, c1);
       }
+      _mm512_store_si512(cs0, s0), _mm512_store_si512(cs1, s1);
       break;
     }
     default: { /* bf16, int8: two stored lines per B-tile row */
@@ -381,17 +384,22 @@ MOE__AMX_FN void moe__amx_stage_next(moe__amx_call *C, int upto) {
 }
 
 /* Up to n more rows of block b's finished scale group C->fin_gi: their sums in cbuf, scaled, into
- * the block's totals (FP8, INT4; W4A8's int32 sums are already net of the zero point). */
+ * the block's totals (FP8, INT4). W4A8's int32 sums are sum_k a (q - zero) with a = a' + 128 (u8):
+ * less 128 sum_k (q - zero), the exact sum_k a' (q - zero) that vpdpbusd gives. */
 MOE__AMX_FN void moe__amx_finish_rows(moe__amx_call *C, int b, int32_t n) {
   const int32_t r0 = C->fin_row[b], r1 = r0 + n < C->gs[b].mr ? r0 + n : C->gs[b].mr;
   __m512 scale[4];
+  __m512i off[4];
   if (r0 >= r1) return;
-  for (int v = 0; v < 2 * C->np; v++) scale[v] = moe__lowbit_scale(&C->L, C->fin_gi, v);
+  for (int v = 0; v < 2 * C->np; v++) {
+    scale[v] = moe__lowbit_scale(&C->L, C->fin_gi, v);
+    off[v] = C->a8 ? _mm512_slli_epi32(_mm512_load_si512(C->csum[C->fin_gi & 3][v]), 7) : _mm512_setzero_si512();
+  }
   C->L.tot = C->bufs[b].tot;
   for (int32_t row = r0; row < r1; row++)
     for (int v = 0; v < 2 * C->np; v++) {
       const __m512i s = _mm512_load_si512(C->bufs[b].c[row >> 4][v >> 1][v & 1] + 16 * (row & 15));
-      moe__lowbit_finish(&C->L, row, v, C->a8 ? _mm512_cvtepi32_ps(s) : _mm512_castsi512_ps(s), scale[v]);
+      moe__lowbit_finish(&C->L, row, v, C->a8 ? _mm512_cvtepi32_ps(_mm512_sub_epi32(s, off[v])) : _mm512_castsi512_ps(s), scale[v]);
     }
   C->fin_row[b] = r1;
 }
@@ -510,7 +518,7 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
   moe__amx_call C;
   const int64_t kg = g->kgroup && p != MOE_PREC_MXFP4 ? g->kgroup : 0; /* scale groups applied as sums */
   C.bufs = bufs, C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1;
-  C.dot = !C.a8 ? MOE__AMX_BF16 : p == MOE_PREC_INT4_W4A8 ? MOE__AMX_BSSD : MOE__AMX_BUSD;
+  C.dot = C.a8 ? MOE__AMX_BUSD : MOE__AMX_BF16;
   C.ks = C.a8 ? 64 : 32;
   if (kg % C.ks) return 0;
   C.steps = moe__cdiv(g->kred, C.ks);
