@@ -24,7 +24,7 @@
  *   | MOE_AMX_DEFAULT_CHUNK | the same on the AMX tier (default 2048: weights stream once per  |
  *   |                     | chunk, and the tiles make more rows per expert pay)                 |
  *   | MOE_AMX_EMULATE     | run the AMX tier on a C model of the tiles (tests on any x86)       |
- *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default 4; W4A8 16,   |
+ *   | MOE_AMX_MIN_ROWS    | AMX tier: blocks with fewer rows run AVX-512 (default 4; W4A8 8,    |
  *   |                     | measured)                                                           |
  *   A call for a precision compiled out returns MOE_ERR_UNSUPPORTED.
  *

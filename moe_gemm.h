@@ -1311,13 +1311,14 @@ MOE_API moe_isa moe_set_isa(moe_isa cap) {
  * call, as the reference does, from the average rows per expert (slots / experts against
  * MOE__AMX_MIN_ROWS): then a token's bits depend neither on the thread count nor on the chunk size.
  * The crossover, measured on Emerald Rapids (bench_kernels --rows R in cache, then bench_layer
- * M = 16..128; docs/amx.md): only W4A8 gained in the layer from another value than 4 (16); in
- * cache the bf16-activation precisions cross at 2-3 rows, which made no difference in the layer.
+ * M = 16..256; docs/amx.md): only W4A8 gained in the layer from another value than 4 (8, where its
+ * tiles overtake AVX-512 since they decode q - zero); in cache the bf16-activation precisions cross
+ * at 2-3 rows, which made no difference in the layer.
  * MOE_AMX_MIN_ROWS, when defined, sets one value for all. */
 #ifdef MOE_AMX_MIN_ROWS
 #define MOE__AMX_MIN_ROWS(p) (MOE_AMX_MIN_ROWS)
 #else
-#define MOE__AMX_MIN_ROWS(p) ((p) == MOE_PREC_INT4_W4A8 ? 16 : 4)
+#define MOE__AMX_MIN_ROWS(p) ((p) == MOE_PREC_INT4_W4A8 ? 8 : 4)
 #endif
 /* The kernels of a call of `slots` rows over `experts` experts: the result runs blocks of at least
  * MOE__AMX_MIN_ROWS rows, *small the smaller ones (NULL: the result runs every block). NULL when
