@@ -31,11 +31,12 @@ typedef struct layout {
 /* The layouts a precision is swept with: every non-default block and group a kernel must honour. */
 static int layouts_of(moe_precision p, layout out[4]) {
   static const layout plain = {0, 0, 0, "default"};
-  /* blocks and groups longer than a kernel's k chunk (128; W4A8 256) carry sums across chunks */
+  /* blocks and groups longer than a kernel's k chunk (128; W4A8 256) carry sums across chunks (576:
+   * on the tiles too, for W4A16 and W4A8 alike) */
   static const layout fp8[] = {{0, 0, 0, "blocks 128x128"}, {64, 32, 0, "blocks 64x32"}, {3, 7, 0, "blocks 3x7"},
                                {5, 321, 0, "blocks 5x321"}};
   static const layout int4[] = {{0, 0, 32, "group 32"}, {0, 0, 64, "group 64"}, {0, 0, 0, "group 128"},
-                                {0, 0, 544, "group 544"}};
+                                {0, 0, 576, "group 576"}};
   const layout *from = p == MOE_PREC_FP8 ? fp8 : kit_is_int4(p) ? int4 : &plain;
   int n = from == &plain ? 1 : 4;
   memcpy(out, from, sizeof *from * (size_t)n);
