@@ -79,8 +79,8 @@ static inline void moe__emu_dpbf16ps(int c, int a, int b) {
     }
   }
 }
-/* a_signed / b_signed: which operand's bytes are int8 (TDPBUSD: b) */
-static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed) {
+/* TDPBUSD: u8 (a) x s8 (b) */
+static inline void moe__emu_dpbusd(int c, int a, int b) {
   for (int m = 0; m < moe__emu.rows[c]; m++)
     for (int n = 0; n < moe__emu.colsb[c] / 4; n++) {
       uint32_t d;
@@ -89,7 +89,7 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
         int32_t s = 0;
         for (int i = 0; i < 4; i++) {
           uint8_t x = moe__emu.t[a][m][4 * k + i], y = moe__emu.t[b][k][4 * n + i];
-          s += (a_signed ? (int32_t)(int8_t)x : (int32_t)x) * (b_signed ? (int32_t)(int8_t)y : (int32_t)y);
+          s += (int32_t)x * (int32_t)(int8_t)y;
         }
         d += (uint32_t)s;
       }
@@ -102,7 +102,7 @@ static inline void moe__emu_dpb(int c, int a, int b, int a_signed, int b_signed)
 #define MOE__TILE_STORE(t, base, stride) moe__emu_store(t, base, stride)
 #define MOE__TILE_ZERO(t) moe__emu_zero(t)
 #define MOE__TILE_DPBF16PS(c, a, b) moe__emu_dpbf16ps(c, a, b)
-#define MOE__TILE_DPBUSD(c, a, b) moe__emu_dpb(c, a, b, 0, 1)
+#define MOE__TILE_DPBUSD(c, a, b) moe__emu_dpbusd(c, a, b)
 #define MOE__AMX_FEATURES MOE__F_AMX_HOST /* the model needs no tiles */
 #else
 #define MOE__AMX_EMULATED 0
@@ -223,6 +223,8 @@ typedef struct moe__amx_call {
   const moe_gemm_args *gs;    /* the blocks' arguments                                              */
   MOE__ALIGN64 int32_t csum[4][4][16]; /* W4A8: per group (mod 4) and column vector, sum_k (q - zero) */
   int64_t fin_gi;             /* the scale group whose sums wait in cbuf to be finished (-1: none)  */
+  __m512 fin_scale[4];        /* its scales per column vector, and W4A8's offsets (128 x csum)      */
+  __m512i fin_off[4];
   int32_t fin_row[MOE__AMX_NB]; /* per block, the first row not yet finished                        */
   int fin_b, fin_per_step;    /* the block finishing under the running pass, and its rows per step  */
 } moe__amx_call;
@@ -388,20 +390,23 @@ MOE__AMX_FN void moe__amx_stage_next(moe__amx_call *C, int upto) {
  * less 128 sum_k (q - zero), the exact sum_k a' (q - zero) that vpdpbusd gives. */
 MOE__AMX_FN void moe__amx_finish_rows(moe__amx_call *C, int b, int32_t n) {
   const int32_t r0 = C->fin_row[b], r1 = r0 + n < C->gs[b].mr ? r0 + n : C->gs[b].mr;
-  __m512 scale[4];
-  __m512i off[4];
-  if (r0 >= r1) return;
-  for (int v = 0; v < 2 * C->np; v++) {
-    scale[v] = moe__lowbit_scale(&C->L, C->fin_gi, v);
-    off[v] = C->a8 ? _mm512_slli_epi32(_mm512_load_si512(C->csum[C->fin_gi & 3][v]), 7) : _mm512_setzero_si512();
-  }
   C->L.tot = C->bufs[b].tot;
   for (int32_t row = r0; row < r1; row++)
     for (int v = 0; v < 2 * C->np; v++) {
       const __m512i s = _mm512_load_si512(C->bufs[b].c[row >> 4][v >> 1][v & 1] + 16 * (row & 15));
-      moe__lowbit_finish(&C->L, row, v, C->a8 ? _mm512_cvtepi32_ps(_mm512_sub_epi32(s, off[v])) : _mm512_castsi512_ps(s), scale[v]);
+      moe__lowbit_finish(&C->L, row, v, C->a8 ? _mm512_cvtepi32_ps(_mm512_sub_epi32(s, C->fin_off[v])) : _mm512_castsi512_ps(s),
+                         C->fin_scale[v]);
     }
   C->fin_row[b] = r1;
+}
+/* Group gi's sums now wait in every block's cbuf: its scales and offsets, once. */
+MOE__AMX_FN void moe__amx_finish_begin(moe__amx_call *C, int64_t gi, int nb) {
+  C->fin_gi = gi;
+  for (int b = 0; b < nb; b++) C->fin_row[b] = 0;
+  for (int v = 0; v < 2 * C->np; v++) {
+    C->fin_scale[v] = moe__lowbit_scale(&C->L, gi, v);
+    C->fin_off[v] = C->a8 ? _mm512_slli_epi32(_mm512_load_si512(C->csum[gi & 3][v]), 7) : _mm512_setzero_si512();
+  }
 }
 /* Every block's rest of the group waiting in cbuf. */
 MOE__AMX_FN void moe__amx_finish_all(moe__amx_call *C, int nb) {
@@ -570,10 +575,7 @@ MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, 
     }
     moe__amx_stage_next(&C, C.next_n); /* what the steps did not reach */
     C.fin_gi = -1;
-    if (group_end && kg) { /* finished under the next chunk's first passes (each block's before its first store) */
-      C.fin_gi = c0 / C.gsteps;
-      for (int b = 0; b < nb; b++) C.fin_row[b] = 0;
-    }
+    if (group_end && kg) moe__amx_finish_begin(&C, c0 / C.gsteps, nb); /* finished under the next chunk's first passes */
     c0 = n0, c1 = n1;
   }
   moe__amx_finish_all(&C, nb);
