@@ -1062,9 +1062,42 @@ static inline uint32_t moe__group_in(const uint8_t *a, int64_t i, int64_t k0, in
 #define MOE__T_AVX_VNNI MOE__T_AVX2 ",avxvnni"
 #define MOE__F_AVX_VNNI (MOE__F_AVX2 | MOE_CPU_AVX_VNNI)
 
+/* ---- the tiers' gates and function attributes, from the rows above -------------------------------
+ * A SIMD tier compiles on x86 with GCC or Clang (target attributes) unless MOE_NO_<TIER> is defined;
+ * its functions carry the target string of their ISA row. The AMX tier's gate (on top of AVX-512's)
+ * is in moe_tiers/amx.h. */
+#if defined(MOE__X86) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#ifndef MOE_NO_AVX512
+#define MOE__HAVE_AVX512 1
+#endif
+#ifndef MOE_NO_AVX2
+#define MOE__HAVE_AVX2 1
+#endif
+#endif
+#define MOE__AVX512_BASE __attribute__((target(MOE__T_AVX512))) static inline
+#define MOE__AVX512_VNNI __attribute__((target(MOE__T_AVX512_VNNI))) static inline
+#define MOE__AVX512_BF16 __attribute__((target(MOE__T_AVX512_BF16))) static inline
+#define MOE__AVX512_VBMI __attribute__((target(MOE__T_AVX512_VBMI))) static inline
+#define MOE__AVX512_FP8 __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static inline
+/* the same targets for functions that must stay out of line */
+#define MOE__AVX512_FP8_FN __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static
+#define MOE__AVX512_BASE_FN __attribute__((target(MOE__T_AVX512))) static
+#define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_AVX512_VNNI))) static
+#define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_AVX512_BF16))) static
+#define MOE__AVX2 __attribute__((target(MOE__T_AVX2))) static inline
+#define MOE__AVXVNNI __attribute__((target(MOE__T_AVX_VNNI))) static inline
+#define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
+#define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX_VNNI), always_inline)) static inline
+#define MOE__INLINE __attribute__((always_inline))
+/* Each tile height is its own function (a compile-time MR, never inlined back into one). */
+#define MOE__NOINLINE __attribute__((noinline))
+#define MOE__ALIGN64 __attribute__((aligned(64)))
+
 /* ---- the SIMD and tile tiers (moe_tiers/): each compiles to nothing where its ISA is off ---------
+ *   decode.h                                 every precision's decoders, the tiers side by side
  *   avx512.h (+ avx512_tiles.h, generated)   AVX-512 F/BW/VL/DQ, VNNI, BF16, VBMI
- *   amx.h                                    AMX-BF16/INT8 (shares avx512.h's decoders, epilogues)
+ *   amx.h                                    AMX-BF16/INT8 (shares the AVX-512 decoders, avx512.h's epilogues)
  *   avx2.h                                   AVX2+FMA+F16C and AVX-VNNI */
 /* GCC 12's own avx512fintrin.h initialises _mm512_undefined_*() with itself, which g++ reports
  * as -Wuninitialized wherever the intrinsics are inlined (GCC PR 105593, fixed in GCC 13). */
@@ -1074,6 +1107,7 @@ static inline uint32_t moe__group_in(const uint8_t *a, int64_t i, int64_t k0, in
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define MOE__GCC_DIAG_PUSHED 1
 #endif
+#include "moe_tiers/decode.h"
 #include "moe_tiers/avx512.h"
 #include "moe_tiers/amx.h"
 #include "moe_tiers/avx2.h"

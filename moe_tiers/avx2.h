@@ -13,11 +13,7 @@
  * Tiles of R rows x 16 columns (below); a call runs each panel half (gemm1: gate, then up) into f32
  * totals, then the activation or the top-k weight. FP8, INT4 and MXFP4: see "the low-bit precisions
  * on AVX2" below. */
-#if defined(MOE__X86) && !defined(MOE_NO_AVX2) && (defined(__GNUC__) || defined(__clang__))
-#define MOE__HAVE_AVX2 1
-#include <immintrin.h>
-#define MOE__AVX2 __attribute__((target(MOE__T_AVX2))) static inline
-#define MOE__AVXVNNI __attribute__((target(MOE__T_AVX_VNNI))) static inline
+#ifdef MOE__HAVE_AVX2 /* (moe_gemm.h: the gate, and the target attributes of the ISA table) */
 
 /* Lanes < left all ones (maskload/maskstore). */
 MOE__AVX2 __m256i moe__mask8(int64_t left) {
@@ -83,16 +79,10 @@ MOE__AVX2 void moe__store_avx2(const moe_gemm_args *g, const float *tot, int gem
     }
 }
 
-#ifndef MOE__ALIGN64 /* (without the AVX-512 tier) */
-#define MOE__ALIGN64 __attribute__((aligned(64)))
-#endif
-
 /* The tiles: R rows x 16 columns (half h of a panel: its lines' bytes 64h..64h+63, two ymm), one
  * function per R through always_inline with a constant R. BF16: R <= 4 (8 accumulators, 4 widened
  * weight vectors, a pair of row values); INT8: R <= 6 with vpdpbusd, R <= 4 with vpmaddubsw; W4A8: R <= 4
  * (6 rows, 12 accumulators with the nibble mask and the flip, spilled: VNNI in cache 400 vs 680 GOPS). */
-#define MOE__AVX2_INLINE __attribute__((target(MOE__T_AVX2), always_inline)) static inline
-#define MOE__AVXVNNI_INLINE __attribute__((target(MOE__T_AVX_VNNI), always_inline)) static inline
 
 /* The k steps i of [lo, hi) whose kr elements all lie in [k0, k1): [*in0, *in1). The tiles run
  * STEP(0) there (a row's step is one dword load) and STEP(1) at the edges (moe__group_in masks it):
@@ -245,58 +235,24 @@ MOE__AVXVNNI_INLINE void moe__qc8_tile_avxvnni(const moe_gemm_args *g, moe_preci
  * element of a pair, as the BF16 tile) or into unsigned codes (W4A8: a k quad per lane, the signed
  * operand being a - 128), group by group: a group's sums start at zero and at its end
  *   tot[r][c] = fma(sum, scale[c], tot[r][c])          (W4A8: sum - zero[c] * sum_k (a - 128) first)
- * as the AVX-512 kernels do, so W4A8 keeps the bits of the other tiers. Decoding without byte or
- * word permutes: e4m3 as fp16 with its fields shifted in place (subnormals included; S.1111.111 made
- * an fp16 NaN) and vcvtph2ps; e2m1 through vpermps over its 8 magnitudes and the sign bit; int4 as
- * q - zero. */
+ * as the AVX-512 kernels do, so W4A8 keeps the bits of the other tiers. The decoders (moe_tiers/
+ * decode.h) use no byte or word permutes: e4m3 as fp16 with its fields shifted in place and
+ * vcvtph2ps, e2m1 through vpermps over its 8 magnitudes and the sign bit, int4 as q - zero. */
 
-/* f32 scale of 8 columns (col0..col0+7) of group gi: f32 meta, or e8m0 (0: 2^-127, 255: NaN). */
+/* f32 scale of 8 columns (col0..col0+7) of group gi: f32 meta, or e8m0 (moe__e8m0_avx2). */
 MOE__AVX2 __m256 moe__lb_scale_avx2(moe_precision p, const uint8_t *meta, int64_t gi, int col0) {
   const size_t cell = (size_t)gi * MOE_NR + (size_t)col0;
-  if (moe__meta_of(p) == MOE__META_E8M0) {
-    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(meta + cell)));
-    __m256i bits = _mm256_slli_epi32(e, 23);
-    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x00400000), _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
-    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x7FC00000), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(255)));
-    return _mm256_castsi256_ps(bits);
-  }
+  if (moe__meta_of(p) == MOE__META_E8M0) return moe__e8m0_avx2(meta + cell);
   return _mm256_loadu_ps((const float *)(const void *)(meta + 4 * cell));
 }
 
 /* The even and odd element of pair i for the 8 columns 8q..8q+7 of a panel, as f32 (before the
- * group scale; int4: q - zero with the group's zero points zq; fp8: the value x 2^-8, see below). */
+ * group scale; int4: q - zero with the group's zero points zq; fp8: the value x 2^-8): decode.h. */
 MOE__AVX2_INLINE void moe__lb_pair_avx2(moe_precision p, const uint8_t *codes, int64_t i, int q, __m256i zq, __m256 *we, __m256 *wo) {
-  if (p == MOE_PREC_FP8) { /* layout (b): 8-byte runs of 4 columns x (k0, k1) */
-    const uint8_t *line = codes + 64 * (size_t)i + 32 * (size_t)(q & 1) + 8 * (size_t)(q >> 1);
-    __m128i x = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)line), _mm_loadl_epi64((const __m128i *)(const void *)(line + 16)));
-    x = _mm_shuffle_epi8(x, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-    { /* as fp16, e4m3's fields shifted in place: the value x 2^-8 (normals and subnormals), S.1111.111 NaN */
-      const __m256i u = _mm256_slli_epi16(_mm256_cvtepu8_epi16(x), 8), m = _mm256_set1_epi16(0x7F00);
-      __m256i h = _mm256_and_si256(_mm256_srai_epi16(u, 1), _mm256_set1_epi16((short)0xBF80));
-      h = _mm256_or_si256(h, _mm256_cmpeq_epi16(_mm256_and_si256(u, m), m));
-      *we = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
-      *wo = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
-    }
-    return;
-  }
-  { /* layout (c): dword c holds column c's two words (e = 0, 1), nibble j = pair j of the 8 k */
-    const __m256i d = _mm256_srli_epi32(_mm256_load_si256((const __m256i *)(const void *)(codes + 128 * (size_t)(i / 4) + 32 * (size_t)q)), (int)(4 * (i % 4)));
-    const __m256i ie = _mm256_and_si256(d, _mm256_set1_epi32(15)), io = _mm256_and_si256(_mm256_srli_epi32(d, 16), _mm256_set1_epi32(15));
-    if (p == MOE_PREC_MXFP4) {
-      const __m256 mag = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
-      *we = _mm256_xor_ps(_mm256_permutevar8x32_ps(mag, ie), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(ie, _mm256_set1_epi32(8)), 28)));
-      *wo = _mm256_xor_ps(_mm256_permutevar8x32_ps(mag, io), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(io, _mm256_set1_epi32(8)), 28)));
-    } else {
-      *we = _mm256_cvtepi32_ps(_mm256_sub_epi32(ie, zq));
-      *wo = _mm256_cvtepi32_ps(_mm256_sub_epi32(io, zq));
-    }
-  }
+  if (p == MOE_PREC_FP8) moe__fp8_pair_avx2(codes, i, q, we, wo);
+  else if (p == MOE_PREC_MXFP4) moe__e2m1_pair_avx2(codes, i, q, we, wo);
+  else moe__i4_pair_avx2(codes, i, q, zq, we, wo);
 }
-
-/* A group's sums in units of the weights: FP8 decodes through fp16 as value x 2^-8 (vcvtph2ps: a
- * third of the ops of the bit-field decode), so its sums are scaled back, exactly (a power of two;
- * the same bits as decoding the value itself unless a product falls below 2^-118). */
-MOE__AVX2_INLINE __m256 moe__lb_unit_avx2(moe_precision p, __m256 sum) { return p == MOE_PREC_FP8 ? _mm256_mul_ps(sum, _mm256_set1_ps(256.0f)) : sum; }
 
 /* FP8, INT4-W4A16, MXFP4 for 1-2 rows (decode): R rows x the panel's 32 columns, decoded in registers, into t;
  * the weights stream once, in order. */
@@ -359,11 +315,10 @@ MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { 
 #define MOE__Q4_STEP(attr, name, vnni)                                                                                \
   attr void name(const moe_gemm_args *g, const uint8_t *panel, int64_t i, int h0, const int NH,                       \
                  int32_t r0, const int R, const int edge, const uint32_t *ae, __m256i (*acc)[4]) {                    \
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80), m4 = _mm256_set1_epi8(15);        \
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);                                   \
     for (int v = 0; v < 2 * NH; v++) { /* half h: low (h = 0) or high nibbles; v & 1: bytes 32.. */                   \
       const int h = h0 + v / 2;                                                                                       \
-      const __m256i line = _mm256_load_si256((const __m256i *)(const void *)(panel + 64 * (size_t)i + 32 * (size_t)(v & 1))); \
-      const __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(line, 4) : line, m4);                                  \
+      const __m256i c = moe__q4_codes_avx2(panel + 64 * (size_t)i + 32 * (size_t)(v & 1), h);                         \
       for (int r = 0; r < R; r++) {                                                                                   \
         const __m256i a = _mm256_xor_si256(_mm256_set1_epi32((int)MOE__A_STEP((const uint8_t *)g->a[r0 + r], i, ae[r], edge)), flip); \
         acc[r][v] = vnni ? moe__dpbusd_ymm(acc[r][v], c, a)                                                           \

@@ -1,27 +1,14 @@
 /* moe_tiers/avx512.h — the AVX-512 tier of moe_gemm.h (AVX512F/BW/VL/DQ, with VNNI, BF16 and VBMI
- * where a kernel needs them): the epilogues, decoders, prefetch plans and the list's AVX-512 kernels.
- * The tile functions (one per height, named accumulators) are generated into moe_tiers/avx512_tiles.h
- * by tools/gen_tiles.py. Included by moe_gemm.h inside its implementation; the AMX tier
- * (moe_tiers/amx.h) shares its decoders and epilogues. Not a header to include on its own.
+ * where a kernel needs them): the epilogues, prefetch plans and the list's AVX-512 kernels; the
+ * weight decoders are in moe_tiers/decode.h. The tile functions (one per height, named accumulators)
+ * are generated into moe_tiers/avx512_tiles.h by tools/gen_tiles.py. Included by moe_gemm.h inside
+ * its implementation; the AMX tier (moe_tiers/amx.h) shares its epilogues. Not a header to include
+ * on its own.
  *
  * Compiled with target attributes (no -m flags needed) and chosen at run time. Each row's k loop
  * runs in one accumulator per column in the same order whatever the tile height, so a token's
  * result does not depend on which rows share its tile (bitwise determinism across chunkings). */
-#if defined(MOE__X86) && !defined(MOE_NO_AVX512) && (defined(__GNUC__) || defined(__clang__))
-#define MOE__HAVE_AVX512 1
-#include <immintrin.h>
-
-#define MOE__AVX512_BASE __attribute__((target(MOE__T_AVX512))) static inline
-#define MOE__AVX512_VNNI __attribute__((target(MOE__T_AVX512_VNNI))) static inline
-#define MOE__AVX512_BF16 __attribute__((target(MOE__T_AVX512_BF16))) static inline
-#define MOE__AVX512_VBMI __attribute__((target(MOE__T_AVX512_VBMI))) static inline
-#define MOE__AVX512_FP8 __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static inline
-#define MOE__AVX512_FP8_FN __attribute__((target(MOE__T_AVX512_BF16_VBMI))) static
-/* the same targets for functions that must stay out of line */
-#define MOE__AVX512_BASE_FN __attribute__((target(MOE__T_AVX512))) static
-#define MOE__AVX512_VNNI_FN __attribute__((target(MOE__T_AVX512_VNNI))) static
-#define MOE__AVX512_BF16_FN __attribute__((target(MOE__T_AVX512_BF16))) static
-#define MOE__INLINE __attribute__((always_inline))
+#ifdef MOE__HAVE_AVX512 /* (moe_gemm.h: the gate, and the target attributes of the ISA table) */
 /* The k loop is not unrolled: with 24 accumulators live, unrolling makes compilers spill them. */
 #if defined(__clang__)
 #define MOE__NO_UNROLL _Pragma("clang loop unroll(disable)")
@@ -268,47 +255,9 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int line
   for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
 }
 
-/* The decoders' tables: fp8 the bf16 high and low bytes of its 128 magnitudes; 4-bit codes the
- * bf16 words of e2m1, twice (hi0), or of int4 q - zero (lo0), and the 16 codes' f32 values (f32:
- * e2m1, or int4 q before its zero point). */
-typedef struct moe__tables {
-  __m512i hi0, hi1, lo0, lo1;
-  __m512 f32;
-} moe__tables;
 
-/* 64 bf16 high and low bytes -> the two lines of (a) they form (unpacking works within 16-byte
- * blocks, which layout (b) already accounts for): columns 0-15 and 16-31 of one pair. */
-MOE__AVX512_BASE MOE__INLINE void moe__bf16_unpack(__m512i lo, __m512i hi, __m512bh *c0, __m512bh *c1) {
-  *c0 = (__m512bh)_mm512_unpacklo_epi8(lo, hi);
-  *c1 = (__m512bh)_mm512_unpackhi_epi8(lo, hi);
-}
-/* One FP8 line (layout (b)) -> bf16 of one pair: magnitude through the tables, sign or'ed back. */
-MOE__AVX512_VBMI MOE__INLINE void moe__fp8_line(const uint8_t *line, const moe__tables *t, __m512bh *c0, __m512bh *c1) {
-  __m512i v = _mm512_load_si512(line);
-  __m512i hi = _mm512_permutex2var_epi8(t->hi0, v, t->hi1), lo = _mm512_permutex2var_epi8(t->lo0, v, t->lo1);
-  moe__bf16_unpack(lo, _mm512_ternarylogic_epi32(hi, v, _mm512_set1_epi8((char)0x80), 0xF8), c0, c1); /* hi | (v & 0x80) */
-}
-/* Pair j (0..3) of a 4-bit line (layout (c)) -> bf16 of 16 columns: nibble j of every word indexes
- * the 32-entry table, which repeats its 16 values, so the bits above the nibble need no mask. */
-MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair(__m512i line, int j, __m512i table) {
-  return (__m512bh)_mm512_permutexvar_epi16(j ? _mm512_srli_epi16(line, (unsigned)(4 * j)) : line, table);
-}
-/* The same for int4 minus each word's zero point (-15..15, a 5-bit index into a signed table). */
-MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_zero(__m512i line, int j, __m512i zero, __m512i table) {
-  __m512i q = _mm512_and_si512(_mm512_srli_epi16(line, (unsigned)(4 * j)), _mm512_set1_epi16(15));
-  return (__m512bh)_mm512_permutexvar_epi16(_mm512_sub_epi16(q, zero), table);
-}
-/* The f32 form (Intel's cores run two f32 FMAs per cycle, but a 512-bit vdpbf16ps only every
- * second cycle): the nibble at bit `shift` of every dword of a 4-bit line (layout (c): dword c =
- * column c's even k in its low word, odd k in its high word) -> f32 of 16 columns; vpermps reads
- * only the index's low 4 bits, so the bits above need no mask. */
-MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32(__m512i line, unsigned shift, __m512 table) {
-  return _mm512_permutexvar_ps(shift ? _mm512_srli_epi32(line, shift) : line, table);
-}
-/* ... for int4: q - zero, exact in f32. */
-MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_zero(__m512i line, unsigned shift, __m512 table, __m512 zero) {
-  return _mm512_sub_ps(moe__b4_f32(line, shift, table), zero);
-}
+
+
 /* A broadcast bf16 pair (moe__bcast_group) as f32: its odd k (the high word), its even k. An FMA
  * with each, odd first, gives vdpbf16ps's bits (it adds the two exact products in that order,
  * each rounded; measured bitwise on Emerald Rapids), bar its flushing of subnormals. */
@@ -316,18 +265,6 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__bf16_hi_f32(__m512i pair) {
   return _mm512_castsi512_ps(_mm512_and_si512(pair, _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 MOE__AVX512_BASE MOE__INLINE __m512 moe__bf16_lo_f32(__m512i pair) { return _mm512_castsi512_ps(_mm512_slli_epi32(pair, 16)); }
-
-/* One W4A8 line (layout (d)) -> the u8 codes of columns 0-15 and 16-31. */
-MOE__AVX512_BASE MOE__INLINE void moe__q4_line(const uint8_t *line, __m512i *c0, __m512i *c1) {
-  const __m512i m4 = _mm512_set1_epi8(15);
-  __m512i v = _mm512_load_si512(line);
-  *c0 = _mm512_and_si512(v, m4);
-  *c1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-}
-
-/* Each tile height is its own function (a compile-time MR, never inlined back into one). */
-#define MOE__NOINLINE __attribute__((noinline))
-#define MOE__ALIGN64 __attribute__((aligned(64)))
 
 #include "moe_tiers/avx512_tiles.h" /* generated: tools/gen_tiles.py */
 
@@ -343,35 +280,7 @@ MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(cons
   if (g->nr > MOE_NR) moe__qc8_gemm2x2_rows(g);
   else moe__qc8_gemm2_rows(g);
 }
-/* ---- the low-bit kernels: decode tables, the call (k blocks x row tiles), the list's functions --- */
-/* bf16 of every e4m3 magnitude (code & 0x7F), as high and low bytes: exact, subnormals included;
- * 0x7F (NaN) -> 0x7FC0. The sign bit is or'ed in after the lookup. */
-static const uint8_t moe__e4m3_bf16_hi[128] = {
-    0x00, 0x3B, 0x3B, 0x3B, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C, 0x3C,
-    0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D, 0x3D,
-    0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E, 0x3E,
-    0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F, 0x3F,
-    0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
-    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
-    0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
-    0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x7F};
-static const uint8_t moe__e4m3_bf16_lo[128] = {
-    0x00, 0x00, 0x80, 0xC0, 0x00, 0x20, 0x40, 0x60, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
-    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
-    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
-    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
-    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
-    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
-    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xF0,
-    0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xA0, 0xB0, 0xC0, 0xD0, 0xE0, 0xC0};
-/* bf16 of the 4-bit values, 32 entries for vpermw: int4 q - zero as a 5-bit index (-15..15, two's
- * complement), and e2m1 (sign in bit 3) twice, so the bits above a nibble need no mask. */
-static const uint16_t moe__int5_bf16[32] = {
-    0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170,
-    0xC180, 0xC170, 0xC160, 0xC150, 0xC140, 0xC130, 0xC120, 0xC110, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080, 0xC040, 0xC000, 0xBF80};
-static const uint16_t moe__e2m1_bf16[32] = {
-    0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0,
-    0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0};
+/* ---- the low-bit kernels: the call (k blocks x row tiles), the list's functions (decoders: decode.h) */
 
 
 /* The epilogue from the totals (A8: times the row scale): gemm1 act -> c, gemm2 (+ bias) * weight
@@ -387,19 +296,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, cons
   }
 }
 
-/* The decoder's tables for precision p. */
-static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
-  memset(t, 0, sizeof *t);
-  if (p == MOE_PREC_FP8) {
-    memcpy(&t->hi0, moe__e4m3_bf16_hi, 64), memcpy(&t->hi1, moe__e4m3_bf16_hi + 64, 64);
-    memcpy(&t->lo0, moe__e4m3_bf16_lo, 64), memcpy(&t->lo1, moe__e4m3_bf16_lo + 64, 64);
-  } else {
-    float v[16];
-    memcpy(p == MOE_PREC_MXFP4 ? &t->hi0 : &t->lo0, p == MOE_PREC_MXFP4 ? moe__e2m1_bf16 : moe__int5_bf16, 64);
-    for (int c = 0; c < 16; c++) v[c] = p == MOE_PREC_MXFP4 ? moe_bf16_to_f32(moe__e2m1_bf16[c]) : (float)c;
-    memcpy(&t->f32, v, sizeof v);
-  }
-}
 
 /* The row tiles of a call: one kind for gemm1 and gemm2 (the sums go to the totals; the epilogue,
  * moe__lowbit_store, tells the two apart). */
