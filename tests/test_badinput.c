@@ -2,7 +2,6 @@
  * untouched; bad weight descriptors are refused by moe_pack. Non-finite values (NaN/Inf in x, in a
  * weight, in a top-k weight) are not errors: they propagate to the rows they touch, and every other
  * token stays finite and matches the float64 oracle. */
-#define MOE_IMPLEMENTATION
 #include "../moe.h"
 #include "test_util.h"
 #include "oracle.h"

@@ -2,7 +2,6 @@
  * the tasks, OpenMP's default, and any chunking (moe.h's contract). Every precision, M = 37 at a
  * Qwen-like small shape (E 32, topk 8, N 64, K 128, a gated shared expert of N 80, biases), every ISA tier
  * the machine has; the reference run (serial, one chunk) is also checked against the float64 oracle. */
-#define MOE_IMPLEMENTATION
 #define ORC_WANT_POOL /* oracle.h: the pthread pool */
 #include "../moe.h"
 #include "test_util.h"

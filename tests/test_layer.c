@@ -29,7 +29,6 @@
  * Output: one line per case, `precision act bias shared dtype M E N K topk rel_err tol [what]`,
  * a table of the maxima per ISA tier at the end. Options: --quick (no model shapes), --seed N.
  */
-#define MOE_IMPLEMENTATION
 #define ORC_WANT_POOL /* oracle.h: the pthread pool */
 #include "../moe.h"
 #include "test_util.h"

@@ -4,7 +4,6 @@
  * then out = rsf * c (+ shared expert), rounded once. Checked bit for bit against that fold, on
  * weights whose magnitudes make the f32 result depend on the order (checked too), on every tier,
  * through an expert map, in chunks and with a shared expert. */
-#define MOE_IMPLEMENTATION
 #include "../moe.h"
 #include "test_util.h"
 

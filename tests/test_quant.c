@@ -3,7 +3,6 @@
  * gate/up deinterleave. Every expectation comes from an independent formula in double precision
  * (a decoded grid of each format and a nearest-on-grid search), not from the library code.
  * Valid C99/C11 and C++11/17. */
-#define MOE_IMPLEMENTATION
 #include "../moe_quant.h"
 #include "test_util.h"
 

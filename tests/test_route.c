@@ -1,7 +1,6 @@
 /* Routing and slot-sorting tests: every routing variant against a brute-force float64 reference
  * (full sorts with an explicit comparator, groups enumerated one by one), on the reference's grid
  * and beyond; ties, NaN, bad input; the sort against a scan per expert, with and without maps. */
-#define MOE_IMPLEMENTATION
 #include "../moe_route.h"
 #include "test_util.h"
 

@@ -7,7 +7,6 @@
  *
  *   test_soak [--seconds S] [--threads T]     default 2 s and 6 threads; the long run: --seconds 600 */
 #define _POSIX_C_SOURCE 200809L
-#define MOE_IMPLEMENTATION
 #define ORC_WANT_POOL /* oracle.h: the pthread pool */
 #include "../moe.h"
 #include "test_util.h"

@@ -7,10 +7,13 @@
 # BUILD_DIR  where the binaries, the working corpora, logs and crash artifacts go
 #            (default: $TMPDIR/moe-fuzz, or /tmp/moe-fuzz)
 # RUNS       executions per target (default 20000; -runs=N of libFuzzer)
-# TARGET     any of safetensors index config gguf packfile route pack layer (default: the first six, in that
-#            order; pack (moe_pack against its scalar twin) and layer (moe_fused_experts, moe_shared_expert
-#            and moe_forward against the scalar tier) compile every kernel with the sanitizers, a minute
-#            or more each, so the suite's short run leaves them to the documented long one)
+# TARGET     any of safetensors index config gguf packfile route pack layer (default: all eight, in that
+#            order), optionally TARGET:N for N executions of that one (the suite's short run gives pack,
+#            moe_pack against its scalar twin, and layer, moe_fused_experts, moe_shared_expert and
+#            moe_forward against the scalar tier, fewer: each execution packs or runs whole experts)
+#
+# The targets build side by side (pack and layer compile every kernel with the sanitizers: about a
+# minute each, the parsers seconds).
 #
 # Each target runs over a fresh copy of tests/fuzz/corpus/fuzz_<target>/ (the repository's corpus is
 # never written), with -max_len=65536 -timeout=10 -rss_limit_mb=2048. One line per target: executions,
@@ -25,7 +28,7 @@ root=$(cd "$here/../.." && pwd)
 build=${1:-${TMPDIR:-/tmp}/moe-fuzz}
 runs=${2:-20000}
 if [ $# -ge 2 ]; then shift 2; elif [ $# -ge 1 ]; then shift 1; fi
-targets=${*:-safetensors index config gguf packfile route}
+targets=${*:-safetensors index config gguf packfile route pack layer}
 
 case $runs in '' | *[!0-9]*) echo "run_fuzz.sh: RUNS must be a number, got '$runs'" >&2; exit 1 ;; esac
 mkdir -p "$build" || exit 1
@@ -67,37 +70,47 @@ if [ -z "$cc" ]; then
   exit 77
 fi
 
-# ---- build -------------------------------------------------------------------------------------------
+# ---- build ----------------------------------------------------------------------------------------------
 status=0
 mkdir -p "$build/logs"
-for t in $targets; do
-  src="$here/fuzz_$t.c"
-  bin="$build/fuzz_$t"
-  if [ ! -f "$src" ]; then
-    echo "run_fuzz.sh: unknown target '$t' (no $src)" >&2
+build_one() { # target: compiles fuzz_<target> when stale; 1 on a build error
+  t=$1 src="$here/fuzz_$1.c" bin="$build/fuzz_$1"
+  # Rebuild when the target, fuzz_common.h (included by every target) or any header at the root (or in
+  # moe_tiers/) is newer than the binary.
+  if [ -x "$bin" ] && [ -z "$(find "$src" "$here/fuzz_common.h" "$root" "$root/moe_tiers" -maxdepth 1 -name '*.[ch]' -newer "$bin" -print -quit)" ]; then
+    return 0
+  fi
+  # shellcheck disable=SC2086
+  if ! "$cc" $sanflags -I"$root" $cjson_cflags "$src" -o "$bin" $cjson_libs -lm >"$build/logs/build_$t.log" 2>&1; then
+    echo "fuzz_$t: BUILD FAILED ($build/logs/build_$t.log)"
+    tail -n 30 "$build/logs/build_$t.log"
+    return 1
+  fi
+}
+names=""
+for spec in $targets; do
+  t=${spec%%:*}
+  if [ ! -f "$here/fuzz_$t.c" ]; then
+    echo "run_fuzz.sh: unknown target '$t' (no $here/fuzz_$t.c)" >&2
     exit 1
   fi
-  # Rebuild when the target, fuzz_common.h (included by every target) or any header at the root is
-  # newer than the binary.
-  stale=1
-  if [ -x "$bin" ] && [ -z "$(find "$src" "$here/fuzz_common.h" "$root" -maxdepth 1 -name '*.[ch]' -newer "$bin" -print -quit)" ]; then
-    stale=0
-  fi
-  if [ $stale = 1 ]; then
-    # shellcheck disable=SC2086
-    if ! "$cc" $sanflags -I"$root" $cjson_cflags "$src" -o "$bin" $cjson_libs -lm >"$build/logs/build_$t.log" 2>&1; then
-      echo "fuzz_$t: BUILD FAILED ($build/logs/build_$t.log)"
-      tail -n 30 "$build/logs/build_$t.log"
-      status=1
-    fi
-  fi
+  names="$names $t"
 done
+pids=""
+for t in $names; do
+  build_one "$t" &
+  pids="$pids $!"
+done
+for p in $pids; do wait "$p" || status=1; done
 [ $status = 0 ] || exit 1
 
 # ---- run ---------------------------------------------------------------------------------------------
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1:handle_abort=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-for t in $targets; do
+for spec in $targets; do
+  t=${spec%%:*} n=$runs
+  case $spec in *:*) n=${spec#*:} ;; esac
+  case $n in '' | *[!0-9]*) echo "run_fuzz.sh: $spec: N must be a number" >&2; exit 1 ;; esac
   bin="$build/fuzz_$t"
   work="$build/corpus/$t"
   art="$build/artifacts/$t"
@@ -107,7 +120,7 @@ for t in $targets; do
   cp "$here/corpus/fuzz_$t/"* "$work/" 2>/dev/null
   start=$(date +%s.%N)
   # shellcheck disable=SC2086
-  "$bin" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+  "$bin" -runs="$n" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 -artifact_prefix="$art/" \
     ${FUZZ_ARGS:-} "$work" >"$log" 2>&1
   rc=$?
