@@ -1914,11 +1914,42 @@ typedef struct moe__ck_stream {
   int64_t next;
 } moe__ck_stream;
 /* Expert e into scratch `one` (whose arrays lw owns) and packed into place. */
+/* An expert's bf16/fp16 weights straight from the mapping, when the file holds them as the plain
+ * layout wants: the precision's own dtype on a little-endian host, 2-D tensors, gate_proj directly
+ * followed by up_proj (safetensors writers order a file's tensors by name: down, gate, up), so
+ * [gate; up] is w13 and down_proj is w2. moe_pack_part then reads the file's pages without the
+ * scratch copy (the 4-layer first load: bench_load). 0 when not; the copying path runs instead. */
+static int moe__ck_hf_mlp_mapped(moe__ck_load *ld, const moe_weights *one, const char *prefix, moe_ckpt_dtype float_type,
+                                 moe_weights *direct) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const int mixtral = ld->c->cfg.arch == MOE_CKPT_MIXTRAL;
+  const char *names[3] = {mixtral ? "w1" : "gate_proj", mixtral ? "w3" : "up_proj", mixtral ? "w2" : "down_proj"};
+  const moe_ckpt_dtype want = one->precision == MOE_PREC_BF16 ? MOE_CKPT_BF16 : MOE_CKPT_F16;
+  moe__ck_mat m[3];
+  char module[512];
+  if (ld->no_weights || (one->precision != MOE_PREC_BF16 && one->precision != MOE_PREC_FP16)) return 0;
+  for (int p = 0; p < 3; p++) {
+    snprintf(module, sizeof module, "%s.%s", prefix, names[p]);
+    if (moe__ck_hf_matrix(ld, module, p < 2 ? one->N : one->K, p < 2 ? one->K : one->N, float_type, &m[p]) != MOE_OK ||
+        m[p].kind != MOE__CK_FLOAT || m[p].w->dtype != want || m[p].expert != 0 || m[p].w->bytes != (size_t)(one->N * one->K) * 2)
+      return 0;
+  }
+  if (m[0].w->data + m[0].w->bytes != m[1].w->data) return 0;
+  *direct = *one;
+  direct->w13 = m[0].w->data, direct->w2 = m[2].w->data;
+  return 1;
+#else
+  (void)ld, (void)one, (void)prefix, (void)float_type, (void)direct;
+  return 0;
+#endif
+}
 static moe_status moe__ck_stream_one(const moe__ck_stream *J, moe__ck_load *lw, moe_weights *one, int64_t e, moe_experts *ex) {
   char module[256];
+  moe_weights direct;
   moe_status st;
   snprintf(module, sizeof module, "%s.experts.%lld", J->prefix, (long long)e);
-  if ((st = moe__ck_hf_mlp(lw, one, 0, module, J->dt, 0)) != MOE_OK) return st;
+  if (moe__ck_hf_mlp_mapped(lw, one, module, J->dt, &direct)) one = &direct;
+  else if ((st = moe__ck_hf_mlp(lw, one, 0, module, J->dt, 0)) != MOE_OK) return st;
   if ((st = moe_pack_part(J->whole, one, e, ex, J->buf, J->size)) != MOE_OK) return moe__ck_fail(lw->err, st, "moe_pack_part: %s", moe_status_str(st));
   return MOE_OK;
 }
