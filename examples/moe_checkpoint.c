@@ -8,7 +8,8 @@
  * model.safetensors or model.safetensors.index.json and its shards, or a .gguf file. The tool prints
  * the architecture it found, loads layer L's experts, router (and shared expert) in precision P
  * ("auto": the one that holds the file's weights exactly; or a moe_precision name such as bf16,
- * int8, fp8, int4-w4a8, int4-w4a16, mxfp4), and packs them.
+ * int8, fp8, int4-w4a8, int4-w4a16, mxfp4), packed as they are read (moe_ckpt_load_layer_packed: one
+ * expert at a time per thread, never the whole plain layer).
  *
  * With --x, it reads X.npy ([M, K] float32, K the model's hidden size), computes the router logits
  * (moe_ckpt_router_logits), runs the layer (moe_forward: routing, routed experts, shared expert) and
@@ -299,13 +300,14 @@ static void print_config(const char *path, const moe_ckpt_config *c) {
   }
 }
 
-static void print_layer(int64_t layer, const moe_ckpt_layer *L, int shared) {
+/* ex: the packed experts when they are loaded already (their biases are kept there), else NULL */
+static void print_layer(int64_t layer, const moe_ckpt_layer *L, int shared, const moe_experts *ex) {
   const moe_router *r = &L->router;
   printf("  layer %lld: %s, precision %s\n", (long long)layer, L->how[0] ? L->how : "-",
          moe_precision_name(L->experts.precision));
   if (L->requant_rel_err != 0.0) printf("    requantization adds a relative error of up to %.3e\n", L->requant_rel_err);
   printf("    routed: E %lld, N %lld, K %lld, %s%s", (long long)L->experts.E, (long long)L->experts.N,
-         (long long)L->experts.K, act_name(L->act), L->experts.b13 || L->experts.b2 ? ", biases" : "");
+         (long long)L->experts.K, act_name(L->act), L->experts.b13 || L->experts.b2 || (ex && (ex->b13 || ex->b2)) ? ", biases" : "");
   if (L->act == MOE_ACT_SWIGLU_OAI) printf(" (alpha %g, limit %g)", (double)L->alpha, (double)L->limit);
   printf("\n    router: %s, topk %d%s", route_name(r->kind), r->topk, r->renormalize ? ", renormalize" : "");
   if (r->n_group > 1) printf(", %d groups keep %d", r->n_group, r->topk_group);
@@ -315,24 +317,6 @@ static void print_layer(int64_t layer, const moe_ckpt_layer *L, int shared) {
   if (r->correction_bias) printf(", correction bias");
   printf("\n");
   if (shared) printf("    shared expert: N %lld%s\n", (long long)L->shared.N, L->shared_gate ? ", sigmoid gate" : "");
-}
-
-/* Packs plain weights into a new buffer; exits with a message on failure. */
-static void *pack_or_die(const char *what, const moe_weights *w, moe_experts *ex) {
-  size_t n = moe_pack_size(w);
-  void *buf;
-  moe_status st;
-  if (n == 0) { /* an invalid descriptor: moe_pack says why */
-    st = moe_pack(w, ex, NULL, 0);
-    die_status(what, st != MOE_OK ? st : MOE_ERR_DESCRIPTOR, NULL);
-  }
-  buf = malloc(n);
-  if (!buf) die(what, "out of memory");
-  { /* on every thread (OpenMP's, as the layer calls; one without OpenMP) */
-    moe_parallel all = {NULL, NULL, 0};
-    if ((st = moe_pack_parallel(w, ex, buf, n, &all)) != MOE_OK) die_status(what, st, NULL);
-  }
-  return buf;
 }
 
 /* The entry names of layer l in a packed file. */
@@ -487,7 +471,7 @@ int main(int argc, char **argv) {
   moe_experts ex, sh;
   moe_packfile *pf = NULL;
   moe_call c = MOE_ZERO_INIT;
-  void *ex_buf, *sh_buf = NULL, *ws;
+  void *ws;
   float *x, *logits, *out;
   npy_f32 X = {NULL, 0, 0};
   size_t ws_size = 0;
@@ -518,13 +502,15 @@ int main(int argc, char **argv) {
 
   memset(&err, 0, sizeof err);
   memset(&L, 0, sizeof L);
-  st = o.packed ? moe_ckpt_load_router(ck, o.layer, o.precision, &L, &err) : moe_ckpt_load_layer_parallel(ck, o.layer, o.precision, &L, &err, &all_threads);
+  /* the layer read straight into packed experts (L owns them), or only its router beside a packed file */
+  st = o.packed ? moe_ckpt_load_router(ck, o.layer, o.precision, &L, &err)
+                : moe_ckpt_load_layer_packed(ck, o.layer, o.precision, &L, &ex, &sh, &err, &all_threads);
   if (st != MOE_OK) {
     snprintf(what, sizeof what, "layer %lld", (long long)o.layer);
     die_status(what, st, &err);
   }
   has_shared = L.shared.E == 1;
-  print_layer(o.layer, &L, has_shared);
+  print_layer(o.layer, &L, has_shared, o.packed ? NULL : &ex);
 
   /* The layer keeps what packing does not copy (router weights, biases, the shared gate): it lives
    * until the end. */
@@ -533,10 +519,7 @@ int main(int argc, char **argv) {
     printf("  loaded in %.1f ms\n", t1 - t0);
     pf = open_packed(o.packed, o.layer, &L, has_shared, &ex, &sh);
     printf("  packed experts mapped from %s in %.1f ms\n", o.packed, now_ms() - t1);
-    ex_buf = NULL;
   } else {
-    ex_buf = pack_or_die("pack experts", &L.experts, &ex);
-    if (has_shared) sh_buf = pack_or_die("pack shared expert", &L.shared, &sh);
     printf("  loaded and packed in %.1f ms\n", now_ms() - t0);
   }
   if (o.save_packed) save_packed(o.save_packed, o.layer, &ex, has_shared ? &sh : NULL);
@@ -610,7 +593,6 @@ int main(int argc, char **argv) {
   free(ws), free(logits), free(out);
   if (o.x_path) npy_free(&X);
   else free(x);
-  free(sh_buf), free(ex_buf);
   moe_packfile_close(pf);
   moe_ckpt_layer_free(&L);
   moe_ckpt_close(ck);
