@@ -22,6 +22,7 @@ beside this package, else the loader's search path (ctypes.util.find_library("mo
 
 import ctypes
 import enum
+import math
 import threading
 
 import numpy as np
@@ -438,7 +439,9 @@ def import_fp8_block(gate, up, down, block=(128, 128)):
     """DeepSeek-V3 style block FP8 (quant_method "fp8"): each projection a tuple (weight, weight_scale_inv):
     gate, up: e4m3 (uint8) [E, N, K] and f32 [E, ceil(N/bn), ceil(K/bk)]; down: [E, K, N] and
     [E, ceil(K/bn), ceil(N/bk)] (the expert axis may be left out for one expert). Returns the keyword
-    arguments of Experts: dict(precision, w13, w13_scale, w2, w2_scale, block)."""
+    arguments of Experts: dict(precision, w13, w13_scale, w2, w2_scale, block). When N is not a multiple
+    of bn (DeepSeek-style 128-row blocks with N = 192: gate and up each own a partial last block), the
+    scales are re-blocked to gcd(bn, N) rows, exactly (moe_import_fp8_block_rows), and block says so."""
     bn, bk = _block(block)
     (gw, gs), (uw, us), (dw, ds) = _stack(gate, "gate", 2), _stack(up, "up", 2), _stack(down, "down", 2)
     (gw, gs, uw, us, dw, ds), E = _expert_axis(
@@ -455,18 +458,22 @@ def import_fp8_block(gate, up, down, block=(128, 128)):
                              (ds, (E, _cdiv(K, bn), _cdiv(N, bk)), "down scale")):
             if a.shape != shp:
                 raise ValueError("%s has shape %s, expected %s" % (name, a.shape, shp))
-        s13 = np.zeros((E, _cdiv(2 * N, bn), _cdiv(K, bk)), np.float32)
-        s2 = np.zeros((E, _cdiv(K, bn), _cdiv(N, bk)), np.float32)
+    dbn = bn if bn < 1 or N % bn == 0 else math.gcd(bn, N)  # the destination's block rows
+    if bn >= 1 and bk >= 1:
+        s13 = np.zeros((E, _cdiv(2 * N, dbn), _cdiv(K, bk)), np.float32)
+        s2 = np.zeros((E, _cdiv(K, dbn), _cdiv(N, bk)), np.float32)
     else:  # the library names the problem before it reads anything
         s13 = s2 = np.zeros((E, 1, 1), np.float32)
+    projs = ((gw, gs, N, K, w13, s13, 2 * N, 0), (uw, us, N, K, w13, s13, 2 * N, N), (dw, ds, K, N, w2, s2, K, 0))
     for e in range(E):
-        _check(_L.moe_import_fp8_block(_ptr(gw[e]), _ptr(gs[e]), N, K, bn, bk, _ptr(w13[e]), _ptr(s13[e]), 2 * N, 0),
-               "moe_import_fp8_block")
-        _check(_L.moe_import_fp8_block(_ptr(uw[e]), _ptr(us[e]), N, K, bn, bk, _ptr(w13[e]), _ptr(s13[e]), 2 * N, N),
-               "moe_import_fp8_block")
-        _check(_L.moe_import_fp8_block(_ptr(dw[e]), _ptr(ds[e]), K, N, bn, bk, _ptr(w2[e]), _ptr(s2[e]), K, 0),
-               "moe_import_fp8_block")
-    return dict(precision=Precision.FP8, w13=w13, w13_scale=s13, w2=w2, w2_scale=s2, block=(bn, bk))
+        for w, sc, rows, cols, q, qs, dst_rows, row0 in projs:
+            if dbn == bn:
+                _check(_L.moe_import_fp8_block(_ptr(w[e]), _ptr(sc[e]), rows, cols, bn, bk, _ptr(q[e]), _ptr(qs[e]),
+                                               dst_rows, row0), "moe_import_fp8_block")
+            else:
+                _check(_L.moe_import_fp8_block_rows(_ptr(w[e]), _ptr(sc[e]), rows, cols, bn, bk, dbn, _ptr(q[e]),
+                                                    _ptr(qs[e]), dst_rows, row0), "moe_import_fp8_block_rows")
+    return dict(precision=Precision.FP8, w13=w13, w13_scale=s13, w2=w2, w2_scale=s2, block=(dbn, bk))
 
 
 def _int4_precision(precision):

@@ -161,6 +161,7 @@ _PROTOTYPES = {
     "moe_quantize_weight_mxfp4": (None, [_P, c_int64, c_int64, c_int64, _P, _P]),
     "moe_deinterleave_gate_up": (_status, [_P, _P, c_int64, c_int64, c_size_t]),
     "moe_import_fp8_block": (_status, [_P, _P, c_int64, c_int64, c_int32, c_int32, _P, _P, c_int64, c_int64]),
+    "moe_import_fp8_block_rows": (_status, [_P, _P, c_int64, c_int64, c_int32, c_int32, c_int32, _P, _P, c_int64, c_int64]),
     "moe_import_awq": (_status, [_P, _P, _P, c_int, c_int64, c_int64, c_int32, _P, _P, _P, c_int64, c_int64]),
     "moe_import_gptq": (
         _status,

@@ -709,11 +709,21 @@ def test_import_fp8_block():
     x = make_x(rng, 4, K, "f32")
     w, ids = random_route(rng, 4, E, 2)
     check(rel_err(ex(x, w, ids), ref_layer(P, x_value(x, "f32"), w, ids), "f32"), TOL["f32"], "fp8 import")
-    # gate and up sharing a scale block (N not a multiple of bn) cannot be represented
-    with pytest.raises(moeh.MoeError) as ei:
-        sg, sd = np.ones((E, 2, 2), np.float32), np.ones((E, 2, 1), np.float32)  # blocks of 48 x 64
-        moeh.import_fp8_block((q13[:, :N], sg), (q13[:, N:], sg), (q2, sd), block=(48, bk))
-    assert ei.value.name == "MOE_ERR_UNSUPPORTED"
+    # N not a multiple of bn (blocks of 48 rows, N = 64: gate and up each own a partial last block):
+    # the scales re-blocked to gcd(48, 64) = 16 rows, each destination block the checkpoint block it
+    # lies in, exactly
+    sg, su = rng.uniform(0.5, 2, (E, 2, 2)).astype(np.float32), rng.uniform(0.5, 2, (E, 2, 2)).astype(np.float32)
+    sd = rng.uniform(0.5, 2, (E, 2, 1)).astype(np.float32)  # down [K = 96, N = 64]: 2 x 1 blocks of 48 x 64
+    got = moeh.import_fp8_block((q13[:, :N], sg), (q13[:, N:], su), (q2, sd), block=(48, bk))
+    assert got["block"] == (16, bk)
+    assert np.array_equal(got["w13"], q13) and np.array_equal(got["w2"], q2)
+    for b in range(2 * N // 16):
+        mat, r = (sg, 16 * b) if b < N // 16 else (su, 16 * b - N)
+        assert np.array_equal(got["w13_scale"][:, b], mat[:, r // 48]), b
+    for b in range(K // 16):
+        assert np.array_equal(got["w2_scale"][:, b], sd[:, 16 * b // 48]), b
+    out = moeh.Experts(**got)(x, w, ids)
+    assert np.isfinite(out).all()
 
 
 def test_import_mxfp4_gpt_oss_layout():
