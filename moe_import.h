@@ -205,9 +205,9 @@ static inline void moe__imp_nibble_transpose2(uint64_t m[8]) {
   moe__imp_swap(&m[4], &m[6], 8, 0x00FF00FF00FF00FFu), moe__imp_swap(&m[5], &m[7], 8, 0x00FF00FF00FF00FFu);
   for (int j = 0; j < 8; j += 2) moe__imp_swap(&m[j], &m[j + 1], 4, 0x0F0F0F0F0F0F0F0Fu);
 }
-/* AutoAWQ's 8 x 8 nibble blocks with AVX2: 16 in features (rows i..i+15) x 8 words (w..w+7) per
- * call, the same swaps as moe__imp_nibble_transpose2 on four word pairs per vector, and 8-byte
- * stores (in features i..i+15 of one out row): 1.5x the portable path (bench_pack import-awq).
+/* AutoAWQ's 8 x 8 nibble blocks with AVX2: 32 in features (rows i..i+31) x 8 words (w..w+7) per
+ * call, the same swaps as moe__imp_nibble_transpose2 on four word pairs per vector, and 16-byte
+ * stores (in features i..i+31 of one out row; 8-byte ones, half as many rows: 0.28 of memcpy).
  * moe__imp_awq_simd: -1 detect, 0 off (the tests compare both), 1 on. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MOE_NO_AVX2)
 #include <immintrin.h>
@@ -227,23 +227,33 @@ __attribute__((target("avx2"))) static inline void moe__imp_transpose8(__m256i m
   moe__imp_swap8(&m[4], &m[6], 8, 0x00FF00FF00FF00FFu), moe__imp_swap8(&m[5], &m[7], 8, 0x00FF00FF00FF00FFu);
   for (int j = 0; j < 8; j += 2) moe__imp_swap8(&m[j], &m[j + 1], 4, 0x0F0F0F0F0F0F0F0Fu);
 }
-/* Rows i..i+15 of words w..w+7 of qweight (wpr words per row) into out rows 8w.. of q (rb bytes each). */
-__attribute__((target("avx2"))) static inline void moe__imp_awq_block16(const uint8_t *qw, int64_t wpr, int64_t i, int64_t w,
+/* Rows i..i+31 of words w..w+7 of qweight (wpr words per row) into out rows 8w.. of q (rb bytes each):
+ * 16 bytes (in features i..i+31) of each of the 64 out rows, one store each. */
+__attribute__((target("avx2"))) static inline void moe__imp_awq_block32(const uint8_t *qw, int64_t wpr, int64_t i, int64_t w,
                                                                        uint8_t *q, int64_t rb) {
   static const uint8_t row_of[8] = {0, 4, 1, 5, 2, 6, 3, 7}; /* out feature 8w + k: transposed row row_of[k] */
-  __m256i a[8], b[8];
-  for (int j = 0; j < 8; j++) {
-    a[j] = _mm256_loadu_si256((const __m256i *)(const void *)(qw + 4 * ((i + j) * wpr + w)));
-    b[j] = _mm256_loadu_si256((const __m256i *)(const void *)(qw + 4 * ((i + 8 + j) * wpr + w)));
+  __m256i m[4][8]; /* in features i + 8t.. of words w..w+7, transposed */
+  for (int t = 0; t < 4; t++) {
+    for (int j = 0; j < 8; j++) m[t][j] = _mm256_loadu_si256((const __m256i *)(const void *)(qw + 4 * ((i + 8 * t + j) * wpr + w)));
+    moe__imp_transpose8(m[t]);
   }
-  moe__imp_transpose8(a), moe__imp_transpose8(b);
   for (int k = 0; k < 8; k++) {
-    /* dword d of a[r] / b[r]: word w + d's out feature 8 (w + d) + k, in features i.. / i + 8.. */
-    uint64_t v[8];
-    const __m256i lo = _mm256_unpacklo_epi32(a[row_of[k]], b[row_of[k]]), hi = _mm256_unpackhi_epi32(a[row_of[k]], b[row_of[k]]);
-    _mm256_storeu_si256((__m256i *)(void *)v, _mm256_permute2x128_si256(lo, hi, 0x20));     /* words 0, 1, 2, 3 */
-    _mm256_storeu_si256((__m256i *)(void *)(v + 4), _mm256_permute2x128_si256(lo, hi, 0x31)); /* words 4, 5, 6, 7 */
-    for (int d = 0; d < 8; d++) memcpy(q + (8 * (w + d) + k) * rb + i / 2, &v[d], 8);
+    /* dword d of m[t][r]: word w + d's out feature 8 (w + d) + k, in features i + 8t..; qword d of
+     * p[h] (h: in features i.. or i + 16..) holds word w + d (p[h][0]: words 0-3, p[h][1]: 4-7) */
+    __m256i p[2][2];
+    for (int h = 0; h < 2; h++) {
+      const __m256i a = m[2 * h][row_of[k]], b = m[2 * h + 1][row_of[k]];
+      const __m256i lo = _mm256_unpacklo_epi32(a, b), hi = _mm256_unpackhi_epi32(a, b);
+      p[h][0] = _mm256_permute2x128_si256(lo, hi, 0x20), p[h][1] = _mm256_permute2x128_si256(lo, hi, 0x31);
+    }
+    for (int g = 0; g < 2; g++) { /* words 4g..4g+3: [in i.., in i + 16..] of each, two per lane */
+      const __m256i even = _mm256_unpacklo_epi64(p[0][g], p[1][g]), odd = _mm256_unpackhi_epi64(p[0][g], p[1][g]);
+      uint8_t *d0 = q + (8 * (w + 4 * g) + k) * rb + i / 2;
+      _mm_storeu_si128((__m128i *)(void *)d0, _mm256_castsi256_si128(even));                  /* word 4g     */
+      _mm_storeu_si128((__m128i *)(void *)(d0 + 8 * rb), _mm256_castsi256_si128(odd));       /* word 4g + 1 */
+      _mm_storeu_si128((__m128i *)(void *)(d0 + 16 * rb), _mm256_extracti128_si256(even, 1)); /* word 4g + 2 */
+      _mm_storeu_si128((__m128i *)(void *)(d0 + 24 * rb), _mm256_extracti128_si256(odd, 1));  /* word 4g + 3 */
+    }
   }
 }
 #endif
@@ -349,7 +359,7 @@ MOE_API moe_status moe_import_awq(const void *qweight, const void *qzeros, const
 #ifdef MOE__IMP_AWQ_AVX2
       if (moe__imp_awq_avx2_on())
         for (; wv + 8 <= w1; wv += 8)
-          for (i = i0; i < i1; i += 16) moe__imp_awq_block16(qw, wpr, i, wv, q, rb);
+          for (i = i0; i < i1; i += 32) moe__imp_awq_block32(qw, wpr, i, wv, q, rb);
 #endif
       for (i = i0; i < i1; i += 8)
       for (w = wv; w < w1; w += 2) { /* words w and w + 1 side by side */
