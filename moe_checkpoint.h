@@ -1913,7 +1913,6 @@ typedef struct moe__ck_stream {
   moe_experts *done;       /* [workers]: each worker's view of the packed experts                 */
   int64_t next;
 } moe__ck_stream;
-/* Expert e into scratch `one` (whose arrays lw owns) and packed into place. */
 /* An expert's bf16/fp16 weights straight from the mapping, when the file holds them as the plain
  * layout wants: the precision's own dtype on a little-endian host, 2-D tensors, gate_proj directly
  * followed by up_proj (safetensors writers order a file's tensors by name: down, gate, up), so
@@ -1943,6 +1942,7 @@ static int moe__ck_hf_mlp_mapped(moe__ck_load *ld, const moe_weights *one, const
   return 0;
 #endif
 }
+/* Expert e packed into place: from the mapping (above), else through scratch `one` (whose arrays lw owns). */
 static moe_status moe__ck_stream_one(const moe__ck_stream *J, moe__ck_load *lw, moe_weights *one, int64_t e, moe_experts *ex) {
   char module[256];
   moe_weights direct;

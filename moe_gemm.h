@@ -531,7 +531,7 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
   int blocks = bits == pbits && bits >= 8; /* fp16: whole steps too, each half converted to bf16 */
   int64_t (*words)(const uint8_t *const *, int32_t, int64_t, int64_t, int32_t, int, uint8_t *, size_t, int32_t *) =
       moe__row_ops_get()->pack_words;
-  int64_t k0 = 0, whole;
+  int64_t k0 = 0;
   for (int32_t n = 0; n < nv; n++) {
     src[n] = (const uint8_t *)m->codes + (size_t)(r0 + n) * row_bytes;
     pad[n] = group ? m->zero[(r0 + n) * ng + ng - 1] : 0;
@@ -542,7 +542,7 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
   /* A full panel of whole-byte codes has every byte of its steps stored (not or'ed) but the tail
    * steps': only those, the meta and the padding are zeroed first (below), not the whole panel (its
    * bytes were written twice: bf16 and int8 packing 0.49 of memcpy at 2 threads). */
-  whole = nv == MOE_NR && blocks;
+  const int whole = nv == MOE_NR && blocks;
   if (!whole) memset(panel, 0, bytes);
   for (int32_t n = 0; n < nv && words; n++) /* the vector words' places: byte 4n (d: 4 (n % 16)), fp8: (b) */
     if (at[n][0] != (bits == 8 && kr == 2 ? (size_t)moe__pair_pos(n, 0) : 4 * (size_t)(bits == 4 && kr == 4 ? n & 15 : n))) words = NULL;
