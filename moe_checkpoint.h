@@ -1526,18 +1526,30 @@ static moe_status moe__ck_hf_matrix(moe__ck_load *ld, const char *module, int64_
 }
 
 /* The MLP under `prefix` (...experts.J or ...shared_expert) into expert e of w; dry: only check its tensors. */
-static moe_status moe__ck_hf_mlp(moe__ck_load *ld, moe_weights *w, int64_t e, const char *prefix, moe_ckpt_dtype float_type, int dry) {
+/* The gate, up and down projections of an HF MLP module, found and checked. */
+static moe_status moe__ck_hf_mats(moe__ck_load *ld, const moe_weights *w, const char *prefix, moe_ckpt_dtype float_type,
+                                  moe__ck_mat m[3]) {
   const int mixtral = ld->c->cfg.arch == MOE_CKPT_MIXTRAL && strstr(prefix, ".experts.");
   const char *names[3] = {mixtral ? "w1" : "gate_proj", mixtral ? "w3" : "up_proj", mixtral ? "w2" : "down_proj"};
   char module[512];
-  moe__ck_mat m;
   moe_status st;
   for (int p = 0; p < 3; p++) {
     snprintf(module, sizeof module, "%s.%s", prefix, names[p]);
-    if ((st = moe__ck_hf_matrix(ld, module, p < 2 ? w->N : w->K, p < 2 ? w->K : w->N, float_type, &m)) != MOE_OK) return st;
-    if (!dry && (st = moe__ck_put(ld, w, p == 2, e, p == 1 ? w->N : 0, &m)) != MOE_OK) return st;
+    if ((st = moe__ck_hf_matrix(ld, module, p < 2 ? w->N : w->K, p < 2 ? w->K : w->N, float_type, &m[p])) != MOE_OK) return st;
   }
   return MOE_OK;
+}
+/* The three projections into expert e of w's plain arrays. */
+static moe_status moe__ck_hf_put(moe__ck_load *ld, moe_weights *w, int64_t e, const moe__ck_mat m[3]) {
+  moe_status st;
+  for (int p = 0; p < 3; p++)
+    if ((st = moe__ck_put(ld, w, p == 2, e, p == 1 ? w->N : 0, &m[p])) != MOE_OK) return st;
+  return MOE_OK;
+}
+static moe_status moe__ck_hf_mlp(moe__ck_load *ld, moe_weights *w, int64_t e, const char *prefix, moe_ckpt_dtype float_type, int dry) {
+  moe__ck_mat m[3];
+  moe_status st = moe__ck_hf_mats(ld, w, prefix, float_type, m);
+  return st != MOE_OK || dry ? st : moe__ck_hf_put(ld, w, e, m);
 }
 
 /* fn(arg, i) for every i in [0, n) on par's threads: its pool, else OpenMP's (par->n_threads of
@@ -1918,38 +1930,32 @@ typedef struct moe__ck_stream {
  * followed by up_proj (safetensors writers order a file's tensors by name: down, gate, up), so
  * [gate; up] is w13 and down_proj is w2. moe_pack_part then reads the file's pages without the
  * scratch copy (the 4-layer first load: bench_load). 0 when not; the copying path runs instead. */
-static int moe__ck_hf_mlp_mapped(moe__ck_load *ld, const moe_weights *one, const char *prefix, moe_ckpt_dtype float_type,
-                                 moe_weights *direct) {
+static int moe__ck_hf_mapped(const moe_weights *one, const moe__ck_mat m[3], moe_weights *direct) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  const int mixtral = ld->c->cfg.arch == MOE_CKPT_MIXTRAL;
-  const char *names[3] = {mixtral ? "w1" : "gate_proj", mixtral ? "w3" : "up_proj", mixtral ? "w2" : "down_proj"};
   const moe_ckpt_dtype want = one->precision == MOE_PREC_BF16 ? MOE_CKPT_BF16 : MOE_CKPT_F16;
-  moe__ck_mat m[3];
-  char module[512];
-  if (ld->no_weights || (one->precision != MOE_PREC_BF16 && one->precision != MOE_PREC_FP16)) return 0;
-  for (int p = 0; p < 3; p++) {
-    snprintf(module, sizeof module, "%s.%s", prefix, names[p]);
-    if (moe__ck_hf_matrix(ld, module, p < 2 ? one->N : one->K, p < 2 ? one->K : one->N, float_type, &m[p]) != MOE_OK ||
-        m[p].kind != MOE__CK_FLOAT || m[p].w->dtype != want || m[p].expert != 0 || m[p].w->bytes != (size_t)(one->N * one->K) * 2)
+  if (one->precision != MOE_PREC_BF16 && one->precision != MOE_PREC_FP16) return 0;
+  for (int p = 0; p < 3; p++)
+    if (m[p].kind != MOE__CK_FLOAT || m[p].w->dtype != want || m[p].expert != 0 || m[p].w->bytes != (size_t)(one->N * one->K) * 2)
       return 0;
-  }
   if (m[0].w->data + m[0].w->bytes != m[1].w->data) return 0;
   *direct = *one;
   direct->w13 = m[0].w->data, direct->w2 = m[2].w->data;
   return 1;
 #else
-  (void)ld, (void)one, (void)prefix, (void)float_type, (void)direct;
+  (void)one, (void)m, (void)direct;
   return 0;
 #endif
 }
 /* Expert e packed into place: from the mapping (above), else through scratch `one` (whose arrays lw owns). */
 static moe_status moe__ck_stream_one(const moe__ck_stream *J, moe__ck_load *lw, moe_weights *one, int64_t e, moe_experts *ex) {
   char module[256];
+  moe__ck_mat m[3];
   moe_weights direct;
   moe_status st;
   snprintf(module, sizeof module, "%s.experts.%lld", J->prefix, (long long)e);
-  if (moe__ck_hf_mlp_mapped(lw, one, module, J->dt, &direct)) one = &direct;
-  else if ((st = moe__ck_hf_mlp(lw, one, 0, module, J->dt, 0)) != MOE_OK) return st;
+  if ((st = moe__ck_hf_mats(lw, one, module, J->dt, m)) != MOE_OK) return st;
+  if (moe__ck_hf_mapped(one, m, &direct)) one = &direct;
+  else if ((st = moe__ck_hf_put(lw, one, 0, m)) != MOE_OK) return st;
   if ((st = moe_pack_part(J->whole, one, e, ex, J->buf, J->size)) != MOE_OK) return moe__ck_fail(lw->err, st, "moe_pack_part: %s", moe_status_str(st));
   return MOE_OK;
 }
@@ -1997,7 +2003,7 @@ typedef struct moe__ck_populate {
 static void moe__ck_populate_part(void *arg, int64_t t) {
 #if defined(__linux__)
   const moe__ck_populate *P = (const moe__ck_populate *)arg;
-  const uintptr_t page = 4096, base = (uintptr_t)P->p, step = P->n / (size_t)P->parts;
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)P->p, step = P->n / (size_t)P->parts;
   uintptr_t a = base + step * (size_t)t, b = t + 1 == P->parts ? base + P->n : a + step;
   a = (a + page - 1) & ~(page - 1), b &= ~(page - 1);
   if (b > a) (void)posix_madvise((void *)a, b - a, 23 /* MADV_POPULATE_WRITE */);

@@ -267,11 +267,9 @@ static inline int moe__imp_int4_sizes(int64_t rows, int64_t cols, int64_t dst_ro
          moe__imp_mul(t, (int64_t)moe__imp_dtype_size(scale_type), &t);
 }
 
-/* The group scales and zero points of an int4 checkpoint (scales [ng][rows] of scale_type, qzeros
- * [ng][rows / 8] words: out row o's zero point in nibble nib[o % 8] of word + add) into scale and
- * zero [dst_rows][ng] from row row0. Eight out rows (one zero word) at a time, so the writes run
- * along the rows: with g outermost they strode ng values apart, and the 2-thread AWQ import ran
- * 0.28 of memcpy against 0.36 without this step (bench_pack import-awq). */
+/* The group scales and zero points of an int4 checkpoint (AWQ, GPTQ: scales [ng][rows] of
+ * scale_type, qzeros [ng][rows / 8] words, out row o's zero point in nibble nib[o % 8] of word + add)
+ * into scale and zero [dst_rows][ng] from row row0, eight out rows (one zero word) at a time. */
 static inline void moe__imp_int4_meta(const uint8_t *qz, const uint8_t *sc, moe_dtype scale_type, int64_t rows, int64_t ng,
                                       uint32_t add, const uint8_t nib[8], float *scale, uint8_t *zero, int64_t row0) {
   const int64_t wpr = rows / 8; /* qzeros words per group row */

@@ -466,13 +466,9 @@ def import_fp8_block(gate, up, down, block=(128, 128)):
         s13 = s2 = np.zeros((E, 1, 1), np.float32)
     projs = ((gw, gs, N, K, w13, s13, 2 * N, 0), (uw, us, N, K, w13, s13, 2 * N, N), (dw, ds, K, N, w2, s2, K, 0))
     for e in range(E):
-        for w, sc, rows, cols, q, qs, dst_rows, row0 in projs:
-            if dbn == bn:
-                _check(_L.moe_import_fp8_block(_ptr(w[e]), _ptr(sc[e]), rows, cols, bn, bk, _ptr(q[e]), _ptr(qs[e]),
-                                               dst_rows, row0), "moe_import_fp8_block")
-            else:
-                _check(_L.moe_import_fp8_block_rows(_ptr(w[e]), _ptr(sc[e]), rows, cols, bn, bk, dbn, _ptr(q[e]),
-                                                    _ptr(qs[e]), dst_rows, row0), "moe_import_fp8_block_rows")
+        for w, sc, rows, cols, q, qs, dst_rows, row0 in projs:  # (dbn == bn: the plain import)
+            _check(_L.moe_import_fp8_block_rows(_ptr(w[e]), _ptr(sc[e]), rows, cols, bn, bk, dbn, _ptr(q[e]),
+                                                _ptr(qs[e]), dst_rows, row0), "moe_import_fp8_block_rows")
     return dict(precision=Precision.FP8, w13=w13, w13_scale=s13, w2=w2, w2_scale=s2, block=(dbn, bk))
 
 
