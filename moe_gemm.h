@@ -360,9 +360,10 @@ typedef struct moe__row_ops {
   void (*add)(float *acc, const float *y, int64_t n);
   /* the packer's k steps from k0, a column's step one word at byte 4n of its line (kind: copied,
    * fp16 pair to bf16, 4-bit layout (c), layout (d); FP8 pairs in layout (b)); adds int8 codes to
-   * sum[n] when sum is not NULL; returns the k it stopped at (NULL: none) */
+   * sum[n] when sum is not NULL; stream: whole lines go around the cache (the panel was not
+   * written before); returns the k it stopped at (NULL: none) */
   int64_t (*pack_words)(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, int32_t kr, int kind,
-                        uint8_t *codes, size_t line, int32_t *sum);
+                        uint8_t *codes, size_t line, int32_t *sum, int stream);
 } moe__row_ops;
 static inline const moe__row_ops *moe__row_ops_get(void);
 
@@ -529,7 +530,7 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
   int32_t shift[MOE_NR][8], sum[MOE_NR];
   uint32_t pad[MOE_NR];
   int blocks = bits == pbits && bits >= 8; /* fp16: whole steps too, each half converted to bf16 */
-  int64_t (*words)(const uint8_t *const *, int32_t, int64_t, int64_t, int32_t, int, uint8_t *, size_t, int32_t *) =
+  int64_t (*words)(const uint8_t *const *, int32_t, int64_t, int64_t, int32_t, int, uint8_t *, size_t, int32_t *, int) =
       moe__row_ops_get()->pack_words;
   int64_t k0 = 0;
   for (int32_t n = 0; n < nv; n++) {
@@ -539,15 +540,17 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
     for (int32_t j = 0; j < kr; j++) at[n][j] = moe__code_pos(p, n, j, &shift[n][j]);
     blocks = blocks && at[n][kr - 1] == at[n][0] + (size_t)((kr - 1) * bits / 8);
   }
-  /* A full panel of whole-byte codes has every byte of its steps stored (not or'ed) but the tail
-   * steps': only those, the meta and the padding are zeroed first (below), not the whole panel (its
-   * bytes were written twice: bf16 and int8 packing 0.49 of memcpy at 2 threads). */
-  const int whole = nv == MOE_NR && blocks;
+  /* A full panel of whole-byte codes, or of 4-bit codes written as words, has every byte of its
+   * steps stored (not or'ed) but the tail steps': only those, the meta and the padding are zeroed
+   * first (below), not the whole panel (its bytes were written twice: bf16 and int8 packing 0.49 of
+   * memcpy at 2 threads), and the vector words stream past the cache. */
+  const int nibbles = bits == 4 && pbits == 4 && moe__nibble_words(p, at, shift, nv);
+  const int whole = nv == MOE_NR && (blocks || nibbles);
   if (!whole) memset(panel, 0, bytes);
   for (int32_t n = 0; n < nv && words; n++) /* the vector words' places: byte 4n (d: 4 (n % 16)), fp8: (b) */
     if (at[n][0] != (bits == 8 && kr == 2 ? (size_t)moe__pair_pos(n, 0) : 4 * (size_t)(bits == 4 && kr == 4 ? n & 15 : n))) words = NULL;
   if (blocks && f16) { /* fp16 pairs: converted to bf16, one 4-byte word per column and step */
-    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_F16, codes, line, NULL);
+    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_F16, codes, line, NULL, whole);
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       for (int32_t n = 0; n < nv; n++) {
@@ -559,7 +562,7 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
     }
   } else if (blocks && kr * bits == 32) { /* bf16 pairs, int8 quads: one 4-byte word per column and step */
     int64_t kv; /* the k the vector words summed int8 codes up to */
-    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_WORD, codes, line, channel ? sum : NULL);
+    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_WORD, codes, line, channel ? sum : NULL, whole);
     kv = k0;
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
@@ -573,13 +576,13 @@ static inline void moe__pack_panel(const moe__plain_mat *m, int64_t r0, int32_t 
         sum[n] += acc;
       }
   } else if (blocks && kr * bits == 16) { /* fp8 pairs */
-    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_FP8, codes, line, NULL);
+    if (words) k0 = words(src, nv, k0, m->cols, kr, MOE__PW_FP8, codes, line, NULL, whole);
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       for (int32_t n = 0; n < nv; n++) memcpy(dst + at[n][0], src[n] + k0, 2);
     }
-  } else if (bits == 4 && pbits == 4 && moe__nibble_words(p, at, shift, nv)) { /* a step's nibbles: one word per column */
-    if (words) k0 = words(src, nv, k0, m->cols, kr, kr == 8 ? MOE__PW_NIB_C : MOE__PW_NIB_D, codes, line, NULL);
+  } else if (nibbles) { /* a step's nibbles: one word per column */
+    if (words) k0 = words(src, nv, k0, m->cols, kr, kr == 8 ? MOE__PW_NIB_C : MOE__PW_NIB_D, codes, line, NULL, whole);
     for (; k0 + kr <= m->cols; k0 += kr) {
       uint8_t *dst = codes + (size_t)(k0 / kr) * line;
       if (kr == 8) /* (c): the column's own word */

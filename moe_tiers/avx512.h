@@ -451,11 +451,18 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__pack_word_avx512(int kind, __m512i w) 
   }
   return w;
 }
+/* One 64-byte piece of a panel line: a streaming store where it is a whole aligned cache line (a
+ * packed model is written once and read later, so the pack's stores need not read the lines in
+ * first; the packer fences at its end). */
+MOE__AVX512_BASE MOE__INLINE void moe__pack_store_avx512(uint8_t *dst, __m512i v, int stream) {
+  if (stream && ((uintptr_t)dst & 63) == 0) _mm512_stream_si512((__m512i *)(void *)dst, v);
+  else _mm512_storeu_si512(dst, v);
+}
 /* FP8 pairs (layout (b): column n's pair at 16 (n % 16 / 4) + 8 (n / 16) + 2 (n % 4) of a 64-byte
  * line): a transposed word holds two steps of a column; the 16-bit pairs of both column halves are
  * then permuted into each step's line. 32 steps per block. */
 MOE__AVX512_BASE int64_t moe__pack_fp8_avx512(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, uint8_t *codes,
-                                              size_t line) {
+                                              size_t line, int stream) {
   MOE__ALIGN64 uint16_t idx[2][32];
   __m512i perm[2];
   for (int32_t n = 0; n < 32; n++) /* line word of column n <- its pair in (half 0 | half 1) of the step */
@@ -470,17 +477,18 @@ MOE__AVX512_BASE int64_t moe__pack_fp8_avx512(const uint8_t *const *src, int32_t
     }
     for (int j = 0; j < 16; j++)
       for (int e = 0; e < 2; e++)
-        _mm512_storeu_si512(codes + (size_t)(k0 / 2 + 2 * j + e) * line, _mm512_permutex2var_epi16(r[0][j], perm[e], r[1][j]));
+        moe__pack_store_avx512(codes + (size_t)(k0 / 2 + 2 * j + e) * line, _mm512_permutex2var_epi16(r[0][j], perm[e], r[1][j]), stream);
   }
+  _mm_sfence();
   return k0;
 }
 
 /* Steps from k0 on in blocks of 16 while they lie inside the plain rows (k_end): the k where the
  * scalar packer goes on. */
 MOE__AVX512_BASE int64_t moe__pack_words_avx512(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, int32_t kr,
-                                                int kind, uint8_t *codes, size_t line, int32_t *sum) {
+                                                int kind, uint8_t *codes, size_t line, int32_t *sum, int stream) {
   const int32_t sb = kind == MOE__PW_NIB_D ? 2 : 4; /* plain bytes of a column's step */
-  if (kind == MOE__PW_FP8) return moe__pack_fp8_avx512(src, nv, k0, k_end, codes, line);
+  if (kind == MOE__PW_FP8) return moe__pack_fp8_avx512(src, nv, k0, k_end, codes, line, stream);
   for (; k0 + 16 * kr <= k_end; k0 += 16 * kr) {
     const int64_t st = k0 / kr;
     __m512i r[2][16];
@@ -493,15 +501,16 @@ MOE__AVX512_BASE int64_t moe__pack_words_avx512(const uint8_t *const *src, int32
       }
       moe__transpose16_epi32(r[h]);
       if (kind != MOE__PW_NIB_D)
-        for (int s = 0; s < 16; s++) _mm512_storeu_si512(codes + (size_t)(st + s) * line + 64 * (size_t)h, moe__pack_word_avx512(kind, r[h][s]));
+        for (int s = 0; s < 16; s++) moe__pack_store_avx512(codes + (size_t)(st + s) * line + 64 * (size_t)h, moe__pack_word_avx512(kind, r[h][s]), stream);
     }
     if (kind == MOE__PW_NIB_D)
       for (int s = 0; s < 16; s++) {
         __m512i v = moe__pack_word_avx512(kind, r[0][s]);
         if (nv > 16) v = _mm512_or_si512(v, _mm512_slli_epi32(moe__pack_word_avx512(kind, r[1][s]), 4));
-        _mm512_storeu_si512(codes + (size_t)(st + s) * line, v);
+        moe__pack_store_avx512(codes + (size_t)(st + s) * line, v, stream);
       }
   }
+  _mm_sfence();
   return k0;
 }
 
