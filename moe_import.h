@@ -208,14 +208,14 @@ static inline void moe__imp_nibble_transpose2(uint64_t m[8]) {
 /* AutoAWQ's 8 x 8 nibble blocks with AVX2: 32 in features (rows i..i+31) x 8 words (w..w+7) per
  * call, the same swaps as moe__imp_nibble_transpose2 on four word pairs per vector, and 16-byte
  * stores (in features i..i+31 of one out row; 8-byte ones, half as many rows: 0.28 of memcpy).
- * moe__imp_awq_simd: -1 detect, 0 off (the tests compare both), 1 on. */
+ * moe__imp_simd (AWQ and GPTQ): -1 detect, 0 off (the tests compare both), 1 on. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MOE_NO_AVX2)
 #include <immintrin.h>
-#define MOE__IMP_AWQ_AVX2 1
-static int moe__imp_awq_simd = -1;
-static inline int moe__imp_awq_avx2_on(void) {
-  if (moe__imp_awq_simd < 0) moe__imp_awq_simd = __builtin_cpu_supports("avx2") ? 1 : 0;
-  return moe__imp_awq_simd;
+#define MOE__IMP_AVX2 1
+static int moe__imp_simd = -1;
+static inline int moe__imp_avx2_on(void) {
+  if (moe__imp_simd < 0) moe__imp_simd = __builtin_cpu_supports("avx2") ? 1 : 0;
+  return moe__imp_simd;
 }
 __attribute__((target("avx2"))) static inline void moe__imp_swap8(__m256i *a, __m256i *b, int sh, uint64_t mask) {
   const __m256i t = _mm256_and_si256(_mm256_xor_si256(_mm256_srli_epi64(*a, sh), *b), _mm256_set1_epi64x((long long)mask));
@@ -254,6 +254,25 @@ __attribute__((target("avx2"))) static inline void moe__imp_awq_block32(const ui
       _mm_storeu_si128((__m128i *)(void *)(d0 + 16 * rb), _mm256_extracti128_si256(even, 1)); /* word 4g + 2 */
       _mm_storeu_si128((__m128i *)(void *)(d0 + 24 * rb), _mm256_extracti128_si256(odd, 1));  /* word 4g + 3 */
     }
+  }
+}
+#endif
+
+#ifdef MOE__IMP_AVX2
+/* GPTQ's words with AVX2: the 8 x 8 block of words (word rows i..i+7, out rows o..o+7) transposed,
+ * so each out row gets its 8 words (in features 64 (i / 8) .. + 63: 32 plain bytes) in one store. */
+__attribute__((target("avx2"))) static inline void moe__imp_gptq_block8(const uint8_t *qw, int64_t rows, int64_t i, int64_t o,
+                                                                       uint8_t *q, int64_t rb) {
+  __m256i r[8], t[8];
+  for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_si256((const __m256i *)(const void *)(qw + 4 * ((i + j) * rows + o)));
+  for (int j = 0; j < 8; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+  for (int j = 0; j < 8; j += 4) { /* r[j + c]: out rows c (low half) and c + 4 (high half) of word rows j..j+3 */
+    r[j] = _mm256_unpacklo_epi64(t[j], t[j + 2]), r[j + 1] = _mm256_unpackhi_epi64(t[j], t[j + 2]);
+    r[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]), r[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
+  }
+  for (int c = 0; c < 4; c++) {
+    _mm256_storeu_si256((__m256i *)(void *)(q + (o + c) * rb + 4 * i), _mm256_permute2x128_si256(r[c], r[4 + c], 0x20));
+    _mm256_storeu_si256((__m256i *)(void *)(q + (o + c + 4) * rb + 4 * i), _mm256_permute2x128_si256(r[c], r[4 + c], 0x31));
   }
 }
 #endif
@@ -354,8 +373,8 @@ MOE_API moe_status moe_import_awq(const void *qweight, const void *qzeros, const
     for (int64_t i0 = 0; i0 < cols; i0 += 128) {      /* 64 bytes (a line) of each of 128 out rows */
       const int64_t i1 = i0 + 128 < cols ? i0 + 128 : cols, w1 = w0 + 16 < wpr ? w0 + 16 : wpr;
       int64_t wv = w0; /* words below wv are done (AVX2: 8 at a time; i1 - i0 is a multiple of 32) */
-#ifdef MOE__IMP_AWQ_AVX2
-      if (moe__imp_awq_avx2_on())
+#ifdef MOE__IMP_AVX2
+      if (moe__imp_avx2_on())
         for (; wv + 8 <= w1; wv += 8)
           for (i = i0; i < i1; i += 32) moe__imp_awq_block32(qw, wpr, i, wv, q, rb);
 #endif
@@ -406,9 +425,17 @@ MOE_API moe_status moe_import_gptq(const void *qweight, const void *qzeros, cons
   /* word (r, o) holds in features 8r..8r+7, lowest bits first: its little-endian bytes are exactly
    * the plain bytes 4r..4r+3 of row o (low nibble = even column) */
   q += row0 * rb;
-  for (int64_t o0 = 0; o0 < rows; o0 += 16) /* 16 out rows (one line of words) at a time, in L1 while i runs */
-    for (i = 0; i < cols / 8; i++)
-      for (o = o0; o < (o0 + 16 < rows ? o0 + 16 : rows); o++) memcpy(q + o * rb + 4 * i, qw + 4 * (i * rows + o), 4);
+  for (int64_t o0 = 0; o0 < rows; o0 += 16) { /* 16 out rows (one line of words) at a time, in L1 while i runs */
+    const int64_t o1 = o0 + 16 < rows ? o0 + 16 : rows; /* rows is a multiple of 8 */
+    int64_t iv = 0;                                     /* word rows below iv are done */
+#ifdef MOE__IMP_AVX2
+    if (moe__imp_avx2_on())
+      for (; iv + 8 <= cols / 8; iv += 8)
+        for (o = o0; o < o1; o += 8) moe__imp_gptq_block8(qw, rows, iv, o, q, rb);
+#endif
+    for (i = iv; i < cols / 8; i++)
+      for (o = o0; o < o1; o++) memcpy(q + o * rb + 4 * i, qw + 4 * (i * rows + o), 4);
+  }
   { /* v1 stores zero - 1; undone on the whole word, as GPTQModel does (top comment) */
     static const uint8_t in_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     moe__imp_int4_meta(qz, sc, scale_type, rows, ng, 0x11111111u, in_order, scale, zero, row0);

@@ -284,8 +284,8 @@ static void test_awq(void) {
       {64, 96, 32, MOE_BF16, 128, 64},  /* 8 words, in features 64..95 a short block  */
   };
   /* each case on the portable path and, where the CPU has it, the AVX2 one */
-#ifdef MOE__IMP_AWQ_AVX2
-  const int paths = moe__imp_awq_avx2_on() ? 2 : 1;
+#ifdef MOE__IMP_AVX2
+  const int paths = moe__imp_avx2_on() ? 2 : 1;
 #else
   const int paths = 1;
 #endif
@@ -306,8 +306,8 @@ static void test_awq(void) {
       uint8_t *q = poisoned((size_t)(dr * rb)), *z = poisoned((size_t)(dr * ng));
       float *s = (float *)(void *)poisoned(4 * (size_t)(dr * ng));
       moe_status st;
-#ifdef MOE__IMP_AWQ_AVX2
-      moe__imp_awq_simd = simd;
+#ifdef MOE__IMP_AVX2
+      moe__imp_simd = simd;
 #endif
       st = moe_import_awq(qw, qz, sc, m.st, m.rows, m.cols, m.group, q, s, z, dr, cases[ci].row0);
       snprintf(what, sizeof what, "awq %lldx%lld group %d %s dst %lld row0 %lld%s", (long long)m.rows,
@@ -319,8 +319,8 @@ static void test_awq(void) {
     }
     int4_free(&m);
   }
-#ifdef MOE__IMP_AWQ_AVX2
-  moe__imp_awq_simd = -1;
+#ifdef MOE__IMP_AVX2
+  moe__imp_simd = -1;
 #endif
 }
 
@@ -339,7 +339,15 @@ static void test_gptq(void) {
       {16, 40, 64, MOE_F32, 0, 0, 0, 16, 0},    /* one partial group larger than cols                  */
       {64, 512, 32, MOE_F16, 1, 0, 1, 64, 0},   /* GPTQModel export: zero points 0..15, 0 borrowing    */
   };
-  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+  /* each case on the portable path and, where the CPU has it, the AVX2 one */
+#ifdef MOE__IMP_AVX2
+  const int paths = moe__imp_avx2_on() ? 2 : 1;
+#else
+  const int paths = 1;
+#endif
+  for (size_t cp = 0; cp < paths * (sizeof cases / sizeof cases[0]); cp++) {
+    const size_t ci = cp % (sizeof cases / sizeof cases[0]);
+    const int simd = (int)(cp / (sizeof cases / sizeof cases[0]));
     kit_rng r = kit_rng_stream(31, ci);
     int4_mat m;
     char what[160];
@@ -370,12 +378,16 @@ static void test_gptq(void) {
       void *gi = odd_copy(m.g_idx, 4 * (size_t)m.cols);
       uint8_t *q = poisoned((size_t)(dr * rb)), *z = poisoned((size_t)(dr * ng));
       float *s = (float *)(void *)poisoned(4 * (size_t)(dr * ng));
-      moe_status st = moe_import_gptq(qw, qz, sc, m.st, cases[ci].with_g_idx ? gi : NULL, 4, m.rows, m.cols, m.group, q,
-                                      s, z, dr, cases[ci].row0);
-      snprintf(what, sizeof what, "gptq %lldx%lld group %d %s%s%s%s dst %lld row0 %lld", (long long)m.rows,
+      moe_status st;
+#ifdef MOE__IMP_AVX2
+      moe__imp_simd = simd;
+#endif
+      st = moe_import_gptq(qw, qz, sc, m.st, cases[ci].with_g_idx ? gi : NULL, 4, m.rows, m.cols, m.group, q, s, z, dr,
+                           cases[ci].row0);
+      snprintf(what, sizeof what, "gptq %lldx%lld group %d %s%s%s%s dst %lld row0 %lld%s", (long long)m.rows,
                (long long)m.cols, m.group, dname(m.st), cases[ci].with_g_idx ? " g_idx" : "",
                cases[ci].sym ? " sym" : "", cases[ci].gptqmodel ? " gptqmodel-export" : "", (long long)dr,
-               (long long)cases[ci].row0);
+               (long long)cases[ci].row0, simd ? " (AVX2)" : "");
       CHECK(st == MOE_OK, "%s: %s", what, moe_status_str(st));
       if (st == MOE_OK) check_int4(what, &m, dr, cases[ci].row0, q, s, z);
       printf("%s: %s\n", what, st == MOE_OK ? "imported" : moe_status_str(st));
@@ -383,6 +395,9 @@ static void test_gptq(void) {
     }
     int4_free(&m);
   }
+#ifdef MOE__IMP_AVX2
+  moe__imp_simd = -1;
+#endif
 }
 
 /* ==== fp8: DeepSeek-V3 ================================================================================ */
