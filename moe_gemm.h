@@ -1410,7 +1410,7 @@ static inline const moe__row_ops *moe__row_ops_for(moe_isa isa) {
 #endif
 #ifdef MOE__HAVE_AVX2
   static const moe__row_ops avx2 = {moe__quantize_row_u8_avx2, moe__f32_to_bf16_avx2, moe__bf16_to_f32_avx2, moe__add_row_avx2,
-                                    NULL};
+                                    moe__pack_words_avx2};
   if ((isa == MOE_ISA_AVX2 || isa == MOE_ISA_AVX_VNNI) && (moe_cpu_features() & MOE__F_AVX2) == MOE__F_AVX2) return &avx2;
 #endif
   return isa == MOE_ISA_SCALAR ? &scalar : NULL;

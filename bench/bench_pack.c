@@ -2,7 +2,7 @@
  * to plain moe_weights), on 1 thread and on all: source bytes (codes, scales, zero points) per
  * second, beside memcpy of the same bytes in the same run.
  *
- *   bench_pack [--model NAME] [--experts E] [--precision LIST|all] [--threads T] [--runs R]
+ *   bench_pack [--model NAME] [--experts E] [--precision LIST|all] [--threads T] [--runs R] [--isa TIER]
  *
  * LIST names precisions and importers: import-fp8-block (DeepSeek 128 x 128 blocks), import-awq,
  * import-gptq (group 128, f16 scales), import-mxfp4 (gpt-oss gate_up interleaved); "all" is every
@@ -75,6 +75,7 @@ static void measure(const char *model, int64_t experts, const char *name, int th
     json j;
     json_begin(&j);
     json_str(&j, "bench", "pack"), json_str(&j, "precision", name), json_str(&j, "model", model);
+    json_str(&j, "isa", moe_isa_name(moe_get_isa())); /* the tier in use (--isa caps it): its packer, or the best below */
     json_int(&j, "experts", experts), json_int(&j, "threads", t);
     json_num(&j, "src_mb", (double)src / 1e6), json_num(&j, "packed_mb", (double)out_bytes / 1e6);
     json_num(&j, "pack_ms", work_s * 1e3), json_num(&j, "copy_ms", copy_s * 1e3);
@@ -217,7 +218,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--precision") && v) precs = v, i++;
     else if (!strcmp(a, "--threads") && v) threads = atoi(v), i++;
     else if (!strcmp(a, "--runs") && v) runs = atoi(v), i++;
-    else die("usage: bench_pack [--model NAME] [--experts E] [--precision LIST|all] [--threads T] [--runs R]");
+    else if (!strcmp(a, "--isa") && v) moe_set_isa(parse_isa(v)), i++;
+    else die("usage: bench_pack [--model NAME] [--experts E] [--precision LIST|all] [--threads T] [--runs R] [--isa TIER]");
   }
   const kit_model *mdl = kit_model_find(model);
   if (!mdl) die("unknown model %s", model);

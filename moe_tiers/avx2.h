@@ -592,17 +592,101 @@ MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q)
   }
   return scale;
 }
+/* f32 bits -> bf16 bits in the low half of each lane: round to nearest even, NaN quieted
+ * (moe_f32_to_bf16 on 8 lanes). */
+MOE__AVX2_INLINE __m256i moe__bf16_bits_avx2(__m256i u) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+  return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+}
 MOE__AVX2 void moe__f32_to_bf16_avx2(const float *src, uint16_t *dst, int64_t n) {
   for (int64_t i = 0; i < n; i += 8) {
-    const __m256i u = _mm256_castps_si256(_mm256_maskload_ps(src + i, moe__mask8(n - i)));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
+    const __m256i r = moe__bf16_bits_avx2(_mm256_castps_si256(_mm256_maskload_ps(src + i, moe__mask8(n - i))));
     int32_t b[8];
     _mm256_storeu_si256((__m256i *)(void *)b, r);
     for (int j = 0; j < 8 && i + j < n; j++) dst[i + j] = (uint16_t)b[j];
   }
+}
+/* ---- packing words (moe__pack_panel): moe__pack_words_avx512's steps on 8 columns x 8 steps ------
+ * 8 plain rows x 8 steps are loaded as 8 vectors and transposed (32-bit words), so each vector holds
+ * one step's words of 8 columns: 32 bytes of that step's line at byte 32 q for columns 8q..8q+7
+ * (layout (d): columns 8q.. in the low nibbles, 8q + 16.. in the high ones, of the same 32 bytes).
+ * FP8's pairs (layout (b)) are left to the scalar packer. */
+MOE__AVX2_INLINE void moe__transpose8_epi32_avx2(__m256i r[8]) {
+  __m256i t[8];
+  for (int j = 0; j < 8; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+  for (int j = 0; j < 8; j += 4) { /* r[j + c]: columns c (low half) and c + 4 (high half) of rows j..j+3 */
+    r[j] = _mm256_unpacklo_epi64(t[j], t[j + 2]), r[j + 1] = _mm256_unpackhi_epi64(t[j], t[j + 2]);
+    r[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]), r[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
+  }
+  for (int c = 0; c < 4; c++) {
+    const __m256i a = r[c], b = r[4 + c];
+    r[c] = _mm256_permute2x128_si256(a, b, 0x20), r[4 + c] = _mm256_permute2x128_si256(a, b, 0x31);
+  }
+}
+/* One step's packed words from its plain words (moe__pack_word_avx512 on 8 lanes). */
+MOE__AVX2_INLINE __m256i moe__pack_word_avx2(int kind, __m256i w) {
+  const __m256i nib = _mm256_set1_epi32(0x0F0F0F0F), b0 = _mm256_set1_epi32(0xFF), b1 = _mm256_set1_epi32(0xFF00);
+  if (kind == MOE__PW_F16) { /* both halves as fp16 -> f32 -> bf16 */
+    const __m256i lo16 = _mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)), hi16 = _mm256_srli_epi32(w, 16);
+    const __m256i lo = _mm256_castps_si256(_mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(lo16), _mm256_extracti128_si256(lo16, 1))));
+    const __m256i hi = _mm256_castps_si256(_mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(hi16), _mm256_extracti128_si256(hi16, 1))));
+    return _mm256_or_si256(moe__bf16_bits_avx2(lo), _mm256_slli_epi32(moe__bf16_bits_avx2(hi), 16));
+  }
+  if (kind == MOE__PW_NIB_C) {
+    __m256i e = _mm256_and_si256(w, nib), o = _mm256_and_si256(_mm256_srli_epi32(w, 4), nib);
+    e = _mm256_or_si256(e, _mm256_srli_epi32(e, 4)), o = _mm256_or_si256(o, _mm256_srli_epi32(o, 4));
+    e = _mm256_or_si256(_mm256_and_si256(e, b0), _mm256_and_si256(_mm256_srli_epi32(e, 8), b1));
+    o = _mm256_or_si256(_mm256_and_si256(o, b0), _mm256_and_si256(_mm256_srli_epi32(o, 8), b1));
+    return _mm256_or_si256(e, _mm256_slli_epi32(o, 16));
+  }
+  if (kind == MOE__PW_NIB_D) {
+    const __m256i x = _mm256_or_si256(_mm256_and_si256(w, b0), _mm256_slli_epi32(_mm256_and_si256(w, b1), 8));
+    return _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 4)), nib);
+  }
+  return w;
+}
+/* One 32-byte piece of a panel line: streaming where it is aligned and the panel was not written
+ * before (as moe__pack_store_avx512; the packer fences at its end). */
+MOE__AVX2_INLINE void moe__pack_store_avx2(uint8_t *dst, __m256i v, int stream) {
+  if (stream && ((uintptr_t)dst & 31) == 0) _mm256_stream_si256((__m256i *)(void *)dst, v);
+  else _mm256_storeu_si256((__m256i *)(void *)dst, v);
+}
+/* 8 columns' rows (src[0..7], NULL past nv) of 8 steps from step st, transposed (sb plain bytes a
+ * step); int8 codes summed into sum[0..7]. */
+MOE__AVX2_INLINE void moe__pack_rows8_avx2(const uint8_t *const *src, int64_t st, int32_t sb, int32_t *sum, __m256i r[8]) {
+  for (int i = 0; i < 8; i++) {
+    const uint8_t *p = src[i] ? src[i] + st * sb : NULL;
+    r[i] = !p ? _mm256_setzero_si256() : sb == 4 ? _mm256_loadu_si256((const __m256i *)(const void *)p)
+                                                 : _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+    if (sum && p) { /* the 32 codes' sum, as sum(u8 (c ^ 0x80)) - 32 * 128 */
+      int64_t t[4];
+      _mm256_storeu_si256((__m256i *)(void *)t, _mm256_sad_epu8(_mm256_xor_si256(r[i], _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256()));
+      sum[i] += (int32_t)(t[0] + t[1] + t[2] + t[3]) - 32 * 128;
+    }
+  }
+  moe__transpose8_epi32_avx2(r);
+}
+MOE__AVX2 int64_t moe__pack_words_avx2(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, int32_t kr, int kind,
+                                       uint8_t *codes, size_t line, int32_t *sum, int stream) {
+  const int32_t sb = kind == MOE__PW_NIB_D ? 2 : 4; /* plain bytes of a column's step */
+  const uint8_t *rows[MOE_NR];
+  if (kind == MOE__PW_FP8) return k0;
+  for (int32_t n = 0; n < MOE_NR; n++) rows[n] = n < nv ? src[n] : NULL;
+  for (; k0 + 8 * kr <= k_end; k0 += 8 * kr) {
+    const int64_t st = k0 / kr;
+    __m256i r[4][8];
+    for (int q = 0; q < 4 && 8 * q < nv; q++) moe__pack_rows8_avx2(rows + 8 * q, st, sb, sum ? sum + 8 * q : NULL, r[q]);
+    for (int s = 0; s < 8; s++) /* a line's 32-byte pieces one after the other (streaming stores combine them) */
+      for (int q = 0; q < (kind == MOE__PW_NIB_D ? 2 : 4) && 8 * q < nv; q++) {
+        __m256i v = moe__pack_word_avx2(kind, r[q][s]);
+        if (kind == MOE__PW_NIB_D && 8 * q + 16 < nv) v = _mm256_or_si256(v, _mm256_slli_epi32(moe__pack_word_avx2(kind, r[q + 2][s]), 4));
+        moe__pack_store_avx2(codes + (size_t)(st + s) * line + 32 * (size_t)q, v, stream);
+      }
+  }
+  _mm_sfence();
+  return k0;
 }
 MOE__AVX2 void moe__bf16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n) {
   int64_t i = 0;

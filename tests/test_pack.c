@@ -128,9 +128,10 @@ int main(void) {
   static const moe_precision precs[] = {MOE_PREC_BF16, MOE_PREC_FP16, MOE_PREC_INT8, MOE_PREC_FP8,
                                         MOE_PREC_INT4_W4A8, MOE_PREC_INT4_W4A16, MOE_PREC_MXFP4};
   int cases = 0;
-  /* the packer's words: the best tier's vector ones, then the scalar ones (moe_set_isa caps both) */
-  for (int cap = 0; cap < 2; cap++) {
-    moe_set_isa(cap ? MOE_ISA_SCALAR : MOE_ISA_COUNT);
+  /* the packer's words: the best tier's vector ones, AVX2's, then the scalar ones (moe_set_isa caps them) */
+  static const moe_isa caps[] = {MOE_ISA_COUNT, MOE_ISA_AVX2, MOE_ISA_SCALAR};
+  for (size_t cap = 0; cap < sizeof caps / sizeof caps[0]; cap++) {
+    moe_set_isa(caps[cap]);
     for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
       moe_precision p = precs[i];
       if (!moe_precision_compiled(p)) continue;
