@@ -273,6 +273,23 @@ static void check_int4(const char *what, const int4_mat *m, int64_t dst_rows, in
   CHECK(nonzero > rows * cols / 2, "%s: only %lld nonzero values", what, (long long)nonzero);
 }
 
+/* The int4 importers' paths this CPU runs (portable, and AVX2 where it has it), and the choice of one
+ * (-1: detect again). */
+static int int4_paths(void) {
+#ifdef MOE__IMP_AVX2
+  return moe__imp_avx2_on() ? 2 : 1;
+#else
+  return 1;
+#endif
+}
+static void int4_path(int simd) {
+#ifdef MOE__IMP_AVX2
+  moe__imp_simd = simd;
+#else
+  (void)simd;
+#endif
+}
+
 static void test_awq(void) {
   static const struct { int64_t rows, cols; int32_t group; moe_dtype st; int64_t dst_rows, row0; } cases[] = {
       {72, 192, 64, MOE_F16, 72, 0},    /* out not a multiple of 32                   */
@@ -283,12 +300,7 @@ static void test_awq(void) {
       {136, 256, 128, MOE_F16, 136, 0}, /* 17 words per row: two AVX2 blocks, a tail word */
       {64, 96, 32, MOE_BF16, 128, 64},  /* 8 words, in features 64..95 a short block  */
   };
-  /* each case on the portable path and, where the CPU has it, the AVX2 one */
-#ifdef MOE__IMP_AVX2
-  const int paths = moe__imp_avx2_on() ? 2 : 1;
-#else
-  const int paths = 1;
-#endif
+  const int paths = int4_paths(); /* each case on the portable path, then the AVX2 one */
   for (size_t cp = 0; cp < paths * (sizeof cases / sizeof cases[0]); cp++) {
     const size_t ci = cp % (sizeof cases / sizeof cases[0]);
     const int simd = (int)(cp / (sizeof cases / sizeof cases[0]));
@@ -306,9 +318,7 @@ static void test_awq(void) {
       uint8_t *q = poisoned((size_t)(dr * rb)), *z = poisoned((size_t)(dr * ng));
       float *s = (float *)(void *)poisoned(4 * (size_t)(dr * ng));
       moe_status st;
-#ifdef MOE__IMP_AVX2
-      moe__imp_simd = simd;
-#endif
+      int4_path(simd);
       st = moe_import_awq(qw, qz, sc, m.st, m.rows, m.cols, m.group, q, s, z, dr, cases[ci].row0);
       snprintf(what, sizeof what, "awq %lldx%lld group %d %s dst %lld row0 %lld%s", (long long)m.rows,
                (long long)m.cols, m.group, dname(m.st), (long long)dr, (long long)cases[ci].row0, simd ? " (AVX2)" : "");
@@ -319,9 +329,7 @@ static void test_awq(void) {
     }
     int4_free(&m);
   }
-#ifdef MOE__IMP_AVX2
-  moe__imp_simd = -1;
-#endif
+  int4_path(-1);
 }
 
 static void test_gptq(void) {
@@ -339,12 +347,7 @@ static void test_gptq(void) {
       {16, 40, 64, MOE_F32, 0, 0, 0, 16, 0},    /* one partial group larger than cols                  */
       {64, 512, 32, MOE_F16, 1, 0, 1, 64, 0},   /* GPTQModel export: zero points 0..15, 0 borrowing    */
   };
-  /* each case on the portable path and, where the CPU has it, the AVX2 one */
-#ifdef MOE__IMP_AVX2
-  const int paths = moe__imp_avx2_on() ? 2 : 1;
-#else
-  const int paths = 1;
-#endif
+  const int paths = int4_paths(); /* each case on the portable path, then the AVX2 one */
   for (size_t cp = 0; cp < paths * (sizeof cases / sizeof cases[0]); cp++) {
     const size_t ci = cp % (sizeof cases / sizeof cases[0]);
     const int simd = (int)(cp / (sizeof cases / sizeof cases[0]));
@@ -379,9 +382,7 @@ static void test_gptq(void) {
       uint8_t *q = poisoned((size_t)(dr * rb)), *z = poisoned((size_t)(dr * ng));
       float *s = (float *)(void *)poisoned(4 * (size_t)(dr * ng));
       moe_status st;
-#ifdef MOE__IMP_AVX2
-      moe__imp_simd = simd;
-#endif
+      int4_path(simd);
       st = moe_import_gptq(qw, qz, sc, m.st, cases[ci].with_g_idx ? gi : NULL, 4, m.rows, m.cols, m.group, q, s, z, dr,
                            cases[ci].row0);
       snprintf(what, sizeof what, "gptq %lldx%lld group %d %s%s%s%s dst %lld row0 %lld%s", (long long)m.rows,
@@ -395,9 +396,7 @@ static void test_gptq(void) {
     }
     int4_free(&m);
   }
-#ifdef MOE__IMP_AVX2
-  moe__imp_simd = -1;
-#endif
+  int4_path(-1);
 }
 
 /* ==== fp8: DeepSeek-V3 ================================================================================ */
