@@ -611,8 +611,7 @@ MOE__AVX2 void moe__f32_to_bf16_avx2(const float *src, uint16_t *dst, int64_t n)
 /* ---- packing words (moe__pack_panel): moe__pack_words_avx512's steps on 8 columns x 8 steps ------
  * 8 plain rows x 8 steps are loaded as 8 vectors and transposed (32-bit words), so each vector holds
  * one step's words of 8 columns: 32 bytes of that step's line at byte 32 q for columns 8q..8q+7
- * (layout (d): columns 8q.. in the low nibbles, 8q + 16.. in the high ones, of the same 32 bytes).
- * FP8's pairs (layout (b)) are left to the scalar packer. */
+ * (layout (d): columns 8q.. in the low nibbles, 8q + 16.. in the high ones, of the same 32 bytes). */
 MOE__AVX2_INLINE void moe__transpose8_epi32_avx2(__m256i r[8]) {
   __m256i t[8];
   for (int j = 0; j < 8; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
@@ -668,12 +667,36 @@ MOE__AVX2_INLINE void moe__pack_rows8_avx2(const uint8_t *const *src, int64_t st
   }
   moe__transpose8_epi32_avx2(r);
 }
+/* FP8 pairs (layout (b): a step's 32 columns in the order 0-3, 16-19, 4-7, 20-23 | 8-11, 24-27, 12-15,
+ * 28-31, two bytes each): a transposed word holds two steps of a column; packing the chosen halves of
+ * columns 8h.. and 8h + 16.. to 16 bits (within 128-bit lanes) gives that order. 16 steps per block. */
+MOE__AVX2_INLINE int64_t moe__pack_fp8_avx2(const uint8_t *const *rows, int32_t nv, int64_t k0, int64_t k_end, uint8_t *codes,
+                                            size_t line, int stream) {
+  for (; k0 + 32 <= k_end; k0 += 32) {
+    __m256i r[4][8];
+    for (int q = 0; q < 4; q++)
+      if (8 * q < nv) moe__pack_rows8_avx2(rows + 8 * q, k0 / 4, 4, NULL, r[q]);
+      else for (int j = 0; j < 8; j++) r[q][j] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++)
+      for (int e = 0; e < 2; e++)
+        for (int h = 0; h < 2; h++) {
+          const __m256i lo = e ? _mm256_srli_epi32(r[h][j], 16) : _mm256_and_si256(r[h][j], _mm256_set1_epi32(0xFFFF));
+          const __m256i hi = e ? _mm256_srli_epi32(r[h + 2][j], 16) : _mm256_and_si256(r[h + 2][j], _mm256_set1_epi32(0xFFFF));
+          moe__pack_store_avx2(codes + (size_t)(k0 / 2 + 2 * j + e) * line + 32 * (size_t)h, _mm256_packus_epi32(lo, hi), stream);
+        }
+  }
+  return k0;
+}
 MOE__AVX2 int64_t moe__pack_words_avx2(const uint8_t *const *src, int32_t nv, int64_t k0, int64_t k_end, int32_t kr, int kind,
                                        uint8_t *codes, size_t line, int32_t *sum, int stream) {
   const int32_t sb = kind == MOE__PW_NIB_D ? 2 : 4; /* plain bytes of a column's step */
   const uint8_t *rows[MOE_NR];
-  if (kind == MOE__PW_FP8) return k0;
   for (int32_t n = 0; n < MOE_NR; n++) rows[n] = n < nv ? src[n] : NULL;
+  if (kind == MOE__PW_FP8) {
+    k0 = moe__pack_fp8_avx2(rows, nv, k0, k_end, codes, line, stream);
+    _mm_sfence();
+    return k0;
+  }
   for (; k0 + 8 * kr <= k_end; k0 += 8 * kr) {
     const int64_t st = k0 / kr;
     __m256i r[4][8];
