@@ -1525,7 +1525,6 @@ static moe_status moe__ck_hf_matrix(moe__ck_load *ld, const char *module, int64_
   }
 }
 
-/* The MLP under `prefix` (...experts.J or ...shared_expert) into expert e of w; dry: only check its tensors. */
 /* The gate, up and down projections of an HF MLP module, found and checked. */
 static moe_status moe__ck_hf_mats(moe__ck_load *ld, const moe_weights *w, const char *prefix, moe_ckpt_dtype float_type,
                                   moe__ck_mat m[3]) {
@@ -1546,6 +1545,7 @@ static moe_status moe__ck_hf_put(moe__ck_load *ld, moe_weights *w, int64_t e, co
     if ((st = moe__ck_put(ld, w, p == 2, e, p == 1 ? w->N : 0, &m[p])) != MOE_OK) return st;
   return MOE_OK;
 }
+/* The MLP under `prefix` (...experts.J or ...shared_expert) into expert e of w; dry: only check its tensors. */
 static moe_status moe__ck_hf_mlp(moe__ck_load *ld, moe_weights *w, int64_t e, const char *prefix, moe_ckpt_dtype float_type, int dry) {
   moe__ck_mat m[3];
   moe_status st = moe__ck_hf_mats(ld, w, prefix, float_type, m);
