@@ -209,7 +209,6 @@ static inline void moe__imp_nibble_transpose2(uint64_t m[8]) {
  * call, the same swaps as moe__imp_nibble_transpose2 on four word pairs per vector, and 16-byte
  * stores (in features i..i+31 of one out row; 8-byte ones, half as many rows: 0.28 of memcpy).
  * moe__imp_simd (AWQ and GPTQ): -1 detect, 0 off (the tests compare both), 1 on. */
-/* (the same gate as moe_gemm.h's MOE__HAVE_AVX2, whose AVX2 packer uses moe__transpose8x32_avx2 below) */
 #if (defined(__x86_64__) || defined(_M_X64) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MOE_NO_AVX2)
 #include <immintrin.h>
 #define MOE__IMP_AVX2 1
@@ -260,9 +259,10 @@ __attribute__((target("avx2"))) static inline void moe__imp_awq_block32(const ui
 #endif
 
 #ifdef MOE__IMP_AVX2
-/* The 8 x 8 transpose of 32-bit words: word c of r[j] becomes word j of r[c]. GPTQ's importer and
- * the AVX2 packer (moe_tiers/avx2.h) both move 32-bit words this way. */
-__attribute__((target("avx2"))) static inline void moe__transpose8x32_avx2(__m256i r[8]) {
+/* The 8 x 8 transpose of 32-bit words: word c of r[j] becomes word j of r[c]. (moe_tiers/avx2.h has
+ * the packer's twin: each header compiles on its own, and their common base, moe_quant.h, has no
+ * intrinsics.) */
+__attribute__((target("avx2"))) static inline void moe__imp_word_transpose8(__m256i r[8]) {
   __m256i t[8];
   for (int j = 0; j < 8; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
   for (int j = 0; j < 8; j += 4) { /* r[j + c]: words c (low half) and c + 4 (high half) of rows j..j+3 */
@@ -280,7 +280,7 @@ __attribute__((target("avx2"))) static inline void moe__imp_gptq_block8(const ui
                                                                        uint8_t *q, int64_t rb) {
   __m256i r[8];
   for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_si256((const __m256i *)(const void *)(qw + 4 * ((i + j) * rows + o)));
-  moe__transpose8x32_avx2(r);
+  moe__imp_word_transpose8(r);
   for (int c = 0; c < 8; c++) _mm256_storeu_si256((__m256i *)(void *)(q + (o + c) * rb + 4 * i), r[c]);
 }
 #endif
