@@ -100,10 +100,13 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_c_rows(const moe_gemm_args *g, i
  * One k step = one k-group (KR k) of every row in the tile against 64-byte lines of the panels.
  * The loop runs over the full groups; a partial last group (kred not a multiple of KR) runs once
  * more with activations padded by zeros, so no row is read past kred.
- * Prefetch: the panels stream in sequentially, which the hardware prefetcher follows at full DRAM
- * bandwidth. Blocks of MOE__PF_MIN_ROWS rows or more compute long enough per panel for DRAM to idle,
- * so each of their tiles also pulls in its share of the panels the caller reads next (w_next).
- * Measured on Zen 4: software prefetch in smaller blocks (decode) cost 5-15% of bandwidth.
+ * Prefetch: the panels stream in sequentially. Blocks of MOE__PF_MIN_ROWS rows or more compute long
+ * enough per panel for DRAM to idle, so each of their tiles also pulls in its share of the panels
+ * the caller reads next (w_next). Smaller blocks (decode) differ by vendor: Zen's hardware
+ * prefetcher follows the stream at full bandwidth (software prefetch cost 5-15% on Zen 4), Intel's
+ * falls behind a core busy with dot products, so there the first tile prefetches its own panels
+ * MOE__PF_AHEAD bytes ahead (Emerald Rapids, Qwen3 bf16: M = 1 2.9-3.4 -> 2.5-2.6 ms, M = 32
+ * 45-46 -> 36-37 ms; docs/amx.md, ninth sitting).
  *
  * The tiles themselves are generated (tools/gen_tiles.py): one function per tile height with named
  * accumulators c<vector>_<row>, which every compiler keeps in registers at -O1..-O3. */
@@ -123,24 +126,38 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_tail(const uint8_t *a, int64_t i
   return moe__bcast_range(a, i, 0, kred, (int)(4 / elt), elt, 0);
 }
 
-/* A tile's share of the next panels (w_next), spread evenly over its k steps. */
+#define MOE__PF_AHEAD 2048 /* bytes a small block's first tile prefetches ahead of its loads, per panel */
+
+/* What a tile prefetches: its share of the next panels (w_next), spread evenly over its k steps,
+ * or its own panels' lines MOE__PF_AHEAD bytes ahead (own[p], 128 bytes per step). */
 typedef struct moe__prefetcher {
   const uint8_t *next, *end;
   int lines_per_step;
+  const uint8_t *own[2];
 } moe__prefetcher;
-static inline MOE__INLINE moe__prefetcher moe__prefetch_plan(const moe_gemm_args *g, int32_t r0, int tile, int64_t steps) {
-  moe__prefetcher pf = {NULL, NULL, 0};
+/* The plan of the tile at row r0 of `tile` rows whose panels' lines start at w0 and w1 (NULL: one
+ * panel). */
+static inline MOE__INLINE moe__prefetcher moe__prefetch_plan(const moe_gemm_args *g, int32_t r0, int tile, int64_t steps,
+                                                            const uint8_t *w0, const uint8_t *w1) {
+  moe__prefetcher pf = {NULL, NULL, 0, {NULL, NULL}};
   if (g->w_next && g->mr >= MOE__PF_MIN_ROWS) {
     const int64_t tiles = (g->mr + tile - 1) / tile, t = r0 / tile;
     const int64_t lines = (int64_t)(g->w_next_bytes / 64), share = (lines + tiles - 1) / tiles;
     const int64_t first = t * share, last = first + share < lines ? first + share : lines;
     pf.next = g->w_next + 64 * first, pf.end = g->w_next + 64 * (last > first ? last : first);
     pf.lines_per_step = (int)((share + steps - 1) / steps);
+  } else if (g->mr < MOE__PF_MIN_ROWS && r0 == 0 && (moe_cpu_features() & MOE_CPU_INTEL)) {
+    pf.own[0] = w0 + MOE__PF_AHEAD; /* past a panel's end: what the caller reads next, or nothing (no fault) */
+    pf.own[1] = w1 ? w1 + MOE__PF_AHEAD : NULL;
   }
   return pf;
 }
 MOE__AVX512_BASE MOE__INLINE void moe__prefetch_step(moe__prefetcher *pf) {
   for (int l = 0; l < pf->lines_per_step && pf->next < pf->end; l++, pf->next += 64) _mm_prefetch((const char *)pf->next, _MM_HINT_T1);
+  for (int p = 0; p < 2 && pf->own[p]; p++) {
+    _mm_prefetch((const char *)pf->own[p], _MM_HINT_T1), _mm_prefetch((const char *)pf->own[p] + 64, _MM_HINT_T1);
+    pf->own[p] += 128;
+  }
 }
 
 /* The dot-product instructions through inline asm that ties the accumulator to the destination

@@ -7,7 +7,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_1(const moe_gemm_arg
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
     const size_t off = (size_t)i * 128;
@@ -31,7 +31,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_2(const moe_gemm_arg
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
@@ -59,7 +59,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_3(const moe_gemm_arg
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -91,7 +91,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_4(const moe_gemm_arg
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -127,7 +127,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_5(const moe_gemm_arg
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -181,7 +181,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_1(const moe_gemm_a
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
     const size_t off = (size_t)i * 128;
@@ -206,7 +206,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_2(const moe_gemm_a
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
@@ -235,7 +235,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_3(const moe_gemm_a
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -268,7 +268,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_4(const moe_gemm_a
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -305,7 +305,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_5(const moe_gemm_a
   const uint8_t *w0 = g->w, *w1 = g->w + g->panel_bytes;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -359,7 +359,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_1(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
     const size_t off = (size_t)i * 128;
@@ -382,7 +382,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_2(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
@@ -409,7 +409,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_3(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -440,7 +440,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_4(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -475,7 +475,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_5(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -514,7 +514,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_6(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -557,7 +557,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_7(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -604,7 +604,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_8(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -655,7 +655,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_9(const moe_gemm_arg
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -710,7 +710,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_10(const moe_gemm_ar
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -769,7 +769,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_11(const moe_gemm_ar
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -832,7 +832,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_12(const moe_gemm_ar
   const uint8_t *w0 = g->w;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
@@ -919,7 +919,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_1(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
     const size_t off = (size_t)i * 128;
@@ -944,7 +944,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_2(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
@@ -973,7 +973,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_3(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
@@ -1006,7 +1006,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_4(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
@@ -1043,7 +1043,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_5(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
@@ -1098,7 +1098,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_1(const moe_gemm_ar
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
     const size_t off = (size_t)i * 128;
@@ -1124,7 +1124,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_2(const moe_gemm_ar
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
@@ -1154,7 +1154,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_3(const moe_gemm_ar
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
@@ -1188,7 +1188,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_4(const moe_gemm_ar
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
@@ -1226,7 +1226,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_5(const moe_gemm_ar
   const uint8_t *w0 = p0 + MOE_NR * 8, *w1 = p1 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
@@ -1281,7 +1281,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_1(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
     const size_t off = (size_t)i * 128;
@@ -1305,7 +1305,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_2(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
@@ -1333,7 +1333,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_3(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1365,7 +1365,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_4(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1401,7 +1401,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_5(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1441,7 +1441,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_6(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1485,7 +1485,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_7(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1533,7 +1533,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_8(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1585,7 +1585,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_9(const moe_gemm_args
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1641,7 +1641,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_10(const moe_gemm_arg
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1701,7 +1701,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_11(const moe_gemm_arg
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
@@ -1765,7 +1765,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_12(const moe_gemm_arg
   const uint8_t *w0 = p0 + MOE_NR * 8;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4], *a5 = (const uint8_t *)g->a[r0 + 5], *a6 = (const uint8_t *)g->a[r0 + 6], *a7 = (const uint8_t *)g->a[r0 + 7], *a8 = (const uint8_t *)g->a[r0 + 8], *a9 = (const uint8_t *)g->a[r0 + 9], *a10 = (const uint8_t *)g->a[r0 + 10], *a11 = (const uint8_t *)g->a[r0 + 11];
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
-  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps);
+  moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();

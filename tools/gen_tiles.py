@@ -128,7 +128,8 @@ def tile(prec, kind, mr):
         out.append("  const uint8_t *w0 = g->w" + (", *w1 = g->w + g->panel_bytes;" if kind["panels"] == 2 else ";"))
     out.append("  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";")
     out.append(f"  const int64_t full = g->kred / {prec['kr']}, steps = (g->kred + {prec['kr'] - 1}) / {prec['kr']};")
-    out.append(f"  moe__prefetcher pf = moe__prefetch_plan(g, r0, {kind['rows']}, steps);")
+    own = "w0, w1" if kind["panels"] == 2 else "w0, NULL"
+    out.append(f"  moe__prefetcher pf = moe__prefetch_plan(g, r0, {kind['rows']}, steps, {own});")
     for r in range(mr):
         out.append(f"  {prec['acc']} " + ", ".join(f"c{v}_{r} = {prec['zero']}" for v in range(nacc)) + ";")
     out.append("  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {")
