@@ -369,8 +369,8 @@ static inline int32_t *moe__amx_cbuf(moe__amx_call *C, int shape, int i, int t) 
 /* bf16 and fp16 calls of one block of up to 16 rows (decode-sized batches: Qwen3 M = 64-128) stream
  * their panels from DRAM with little tile work per line, and the next pair's prefetch (w_next),
  * spread over the call, leaves each step's lines to arrive late: there each step prefetches its own
- * lines two steps ahead instead (Emerald Rapids: M = 64/128 bf16 51-56/55-61 -> 50/51 ms). Larger
- * blocks, int8 and the decoded formats measured no gain. */
+ * lines two steps ahead instead (Emerald Rapids, Qwen3 bf16: M = 64 51-56 -> 50 ms, M = 128 55-61
+ * -> 51 ms). Larger blocks, int8 and the decoded formats measured no gain. */
 #define MOE__AMX_OWN_AHEAD 4096
 static inline int moe__amx_own_prefetch(moe_precision p, const moe_gemm_args *gs, int nb) {
   return nb == 1 && gs[0].mr <= 16 && (p == MOE_PREC_BF16 || p == MOE_PREC_FP16);
@@ -380,10 +380,11 @@ static inline int moe__amx_own_prefetch(moe_precision p, const moe_gemm_args *gs
  * 128 bytes apart, per panel) MOE__AMX_OWN_AHEAD bytes ahead. */
 MOE__AMX_FN void moe__amx_prefetch(moe__amx_call *C) {
   for (int l = 0; l < C->pf_lines && C->pf < C->pf_end; l++, C->pf += 64) _mm_prefetch((const char *)C->pf, _MM_HINT_T1);
+  const int step_bytes = 16 * 128; /* a step's B-tile rows of one panel, in place */
   if (!C->own[0]) return;
   for (int i = 0; i < C->np; i++) {
-    for (int l = 0; l < 32; l++) _mm_prefetch((const char *)C->own[i] + 64 * l, _MM_HINT_T1);
-    C->own[i] += 2048;
+    for (int at = 0; at < step_bytes; at += 64) _mm_prefetch((const char *)C->own[i] + at, _MM_HINT_T1);
+    C->own[i] += step_bytes;
   }
 }
 

@@ -105,8 +105,8 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_c_rows(const moe_gemm_args *g, i
  * the caller reads next (w_next). Smaller blocks (decode) differ by vendor: Zen's hardware
  * prefetcher follows the stream at full bandwidth (software prefetch cost 5-15% on Zen 4), Intel's
  * falls behind a core busy with dot products, so there the first tile prefetches its own panels
- * MOE__PF_AHEAD bytes ahead (Emerald Rapids, Qwen3 bf16: M = 1 2.9-3.4 -> 2.5-2.6 ms, M = 32
- * 45-46 -> 36-37 ms; docs/amx.md, ninth sitting).
+ * MOE__PF_AHEAD bytes ahead (Emerald Rapids, Qwen3 bf16: M = 1 2.8 -> 2.5 ms, M = 32 39.5-41.0 ->
+ * 34.2-34.4 ms; docs/amx.md, ninth sitting).
  *
  * The tiles themselves are generated (tools/gen_tiles.py): one function per tile height with named
  * accumulators c<vector>_<row>, which every compiler keeps in registers at -O1..-O3. */
@@ -332,8 +332,8 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(const moe_gemm_args *g, con
 }
 
 /* The first MOE__LOWBIT_AHEAD bytes of each panel's codes, which the tiles' own prefetch (that far
- * ahead of their loads) never covers. Intel only, as the dense kernels' (Emerald Rapids, Qwen3 M = 1:
- * fp8 0.86-0.87 -> 0.90-0.92 of the DRAM probe, int4-w4a8 0.72-0.73 -> 0.76-0.78). */
+ * ahead of their loads) never covers. Intel only, as the dense kernels' (Emerald Rapids, Qwen3 FP8:
+ * M = 1 1.6-1.9 -> 1.5-1.6 ms, M = 32 26.0-27.2 -> 24.5-25.2; the 4-bit formats 0-5 %). */
 MOE__AVX512_BASE MOE__INLINE void moe__prefetch_heads(const moe__lowbit *L, int np) {
   if (!(moe_cpu_features() & MOE_CPU_INTEL)) return;
   for (int q = 0; q < np; q++) moe__prefetch_ahead(q ? L->w1 : L->w0, MOE__LOWBIT_AHEAD / 64);
