@@ -205,6 +205,7 @@ static inline void moe__imp_nibble_transpose2(uint64_t m[8]) {
   moe__imp_swap(&m[4], &m[6], 8, 0x00FF00FF00FF00FFu), moe__imp_swap(&m[5], &m[7], 8, 0x00FF00FF00FF00FFu);
   for (int j = 0; j < 8; j += 2) moe__imp_swap(&m[j], &m[j + 1], 4, 0x0F0F0F0F0F0F0F0Fu);
 }
+#include "moe_tiers/transpose8.h" /* moe__word_transpose8_avx2 (GPTQ), under the same gate as below */
 /* AutoAWQ's 8 x 8 nibble blocks with AVX2: 32 in features (rows i..i+31) x 8 words (w..w+7) per
  * call, the same swaps as moe__imp_nibble_transpose2 on four word pairs per vector, and 16-byte
  * stores (in features i..i+31 of one out row; 8-byte ones, half as many rows: 0.28 of memcpy).
@@ -259,28 +260,13 @@ __attribute__((target("avx2"))) static inline void moe__imp_awq_block32(const ui
 #endif
 
 #ifdef MOE__IMP_AVX2
-/* The 8 x 8 transpose of 32-bit words: word c of r[j] becomes word j of r[c]. (moe_tiers/avx2.h has
- * the packer's twin: each header compiles on its own, and their common base, moe_quant.h, has no
- * intrinsics.) */
-__attribute__((target("avx2"))) static inline void moe__imp_word_transpose8(__m256i r[8]) {
-  __m256i t[8];
-  for (int j = 0; j < 8; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
-  for (int j = 0; j < 8; j += 4) { /* r[j + c]: words c (low half) and c + 4 (high half) of rows j..j+3 */
-    r[j] = _mm256_unpacklo_epi64(t[j], t[j + 2]), r[j + 1] = _mm256_unpackhi_epi64(t[j], t[j + 2]);
-    r[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]), r[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
-  }
-  for (int c = 0; c < 4; c++) {
-    const __m256i a = r[c], b = r[4 + c];
-    r[c] = _mm256_permute2x128_si256(a, b, 0x20), r[4 + c] = _mm256_permute2x128_si256(a, b, 0x31);
-  }
-}
 /* GPTQ's words with AVX2: the 8 x 8 block of words (word rows i..i+7, out rows o..o+7) transposed,
  * so each out row gets its 8 words (in features 64 (i / 8) .. + 63: 32 plain bytes) in one store. */
 __attribute__((target("avx2"))) static inline void moe__imp_gptq_block8(const uint8_t *qw, int64_t rows, int64_t i, int64_t o,
                                                                        uint8_t *q, int64_t rb) {
   __m256i r[8];
   for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_si256((const __m256i *)(const void *)(qw + 4 * ((i + j) * rows + o)));
-  moe__imp_word_transpose8(r);
+  moe__word_transpose8_avx2(r);
   for (int c = 0; c < 8; c++) _mm256_storeu_si256((__m256i *)(void *)(q + (o + c) * rb + 4 * i), r[c]);
 }
 #endif

@@ -382,10 +382,7 @@ MOE__AMX_FN void moe__amx_prefetch(moe__amx_call *C) {
   for (int l = 0; l < C->pf_lines && C->pf < C->pf_end; l++, C->pf += 64) _mm_prefetch((const char *)C->pf, _MM_HINT_T1);
   const int step_bytes = 16 * 128; /* a step's B-tile rows of one panel, in place */
   if (!C->own[0]) return;
-  for (int i = 0; i < C->np; i++) {
-    for (int at = 0; at < step_bytes; at += 64) _mm_prefetch((const char *)C->own[i] + at, _MM_HINT_T1);
-    C->own[i] += step_bytes;
-  }
+  for (int i = 0; i < C->np; i++) moe__prefetch_ahead(C->own[i], step_bytes / 64), C->own[i] += step_bytes;
 }
 
 /* Points the call at buffer `buf`'s B tiles. */

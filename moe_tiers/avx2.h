@@ -608,24 +608,12 @@ MOE__AVX2 void moe__f32_to_bf16_avx2(const float *src, uint16_t *dst, int64_t n)
     for (int j = 0; j < 8 && i + j < n; j++) dst[i + j] = (uint16_t)b[j];
   }
 }
+#include "moe_tiers/transpose8.h" /* moe__word_transpose8_avx2, shared with GPTQ's importer */
+
 /* ---- packing words (moe__pack_panel): moe__pack_words_avx512's steps on 8 columns x 8 steps ------
  * 8 plain rows x 8 steps are loaded as 8 vectors and transposed as 32-bit words, so each vector holds
  * one step's words of 8 columns: 32 bytes of that step's line at byte 32 q for columns 8q..8q+7
  * (layout (d): columns 8q.. in the low nibbles, 8q + 16.. in the high ones, of the same 32 bytes). */
-/* word c of r[j] -> word j of r[c] (moe_import.h's GPTQ importer has the same transpose: each header
- * compiles on its own) */
-MOE__AVX2_INLINE void moe__transpose8_epi32_avx2(__m256i r[8]) {
-  __m256i t[8];
-  for (int j = 0; j < 8; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
-  for (int j = 0; j < 8; j += 4) { /* r[j + c]: words c (low half) and c + 4 (high half) of rows j..j+3 */
-    r[j] = _mm256_unpacklo_epi64(t[j], t[j + 2]), r[j + 1] = _mm256_unpackhi_epi64(t[j], t[j + 2]);
-    r[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]), r[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
-  }
-  for (int c = 0; c < 4; c++) {
-    const __m256i a = r[c], b = r[4 + c];
-    r[c] = _mm256_permute2x128_si256(a, b, 0x20), r[4 + c] = _mm256_permute2x128_si256(a, b, 0x31);
-  }
-}
 /* One step's packed words from its plain words (moe__pack_word_avx512 on 8 lanes). */
 MOE__AVX2_INLINE __m256i moe__pack_word_avx2(int kind, __m256i w) {
   const __m256i nib = _mm256_set1_epi32(0x0F0F0F0F), b0 = _mm256_set1_epi32(0xFF), b1 = _mm256_set1_epi32(0xFF00);
@@ -667,7 +655,7 @@ MOE__AVX2_INLINE void moe__pack_rows8_avx2(const uint8_t *const *src, int64_t st
       sum[i] += (int32_t)(t[0] + t[1] + t[2] + t[3]) - 32 * 128;
     }
   }
-  moe__transpose8_epi32_avx2(r);
+  moe__word_transpose8_avx2(r);
 }
 /* FP8 pairs (layout (b): a step's 32 columns in the order 0-3, 16-19, 4-7, 20-23 | 8-11, 24-27, 12-15,
  * 28-31, two bytes each): a transposed word holds two steps of a column; packing the chosen halves of

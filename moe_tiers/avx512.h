@@ -126,6 +126,14 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_tail(const uint8_t *a, int64_t i
   return moe__bcast_range(a, i, 0, kred, (int)(4 / elt), elt, 0);
 }
 
+/* `lines` cache lines from p into L2. */
+MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int lines) {
+  for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
+}
+/* 1 where a core's own software prefetch must keep its decode stream going: Intel's hardware
+ * prefetcher falls behind a core busy with dot products, Zen's does not (see above). */
+static inline int moe__own_prefetch_cpu(void) { return (moe_cpu_features() & MOE_CPU_INTEL) != 0; }
+
 #define MOE__PF_AHEAD 2048 /* bytes a small block's first tile prefetches ahead of its loads, per panel */
 
 /* What a tile prefetches: its share of the next panels (w_next), spread evenly over its k steps,
@@ -146,7 +154,7 @@ static inline MOE__INLINE moe__prefetcher moe__prefetch_plan(const moe_gemm_args
     const int64_t first = t * share, last = first + share < lines ? first + share : lines;
     pf.next = g->w_next + 64 * first, pf.end = g->w_next + 64 * (last > first ? last : first);
     pf.lines_per_step = (int)((share + steps - 1) / steps);
-  } else if (g->mr < MOE__PF_MIN_ROWS && r0 == 0 && (moe_cpu_features() & MOE_CPU_INTEL)) {
+  } else if (g->mr < MOE__PF_MIN_ROWS && r0 == 0 && moe__own_prefetch_cpu()) {
     pf.own[0] = w0 + MOE__PF_AHEAD; /* past a panel's end: what the caller reads next, or nothing (no fault) */
     pf.own[1] = w1 ? w1 + MOE__PF_AHEAD : NULL;
   }
@@ -155,7 +163,7 @@ static inline MOE__INLINE moe__prefetcher moe__prefetch_plan(const moe_gemm_args
 MOE__AVX512_BASE MOE__INLINE void moe__prefetch_step(moe__prefetcher *pf) {
   for (int l = 0; l < pf->lines_per_step && pf->next < pf->end; l++, pf->next += 64) _mm_prefetch((const char *)pf->next, _MM_HINT_T1);
   for (int p = 0; p < 2 && pf->own[p]; p++) {
-    _mm_prefetch((const char *)pf->own[p], _MM_HINT_T1), _mm_prefetch((const char *)pf->own[p] + 64, _MM_HINT_T1);
+    moe__prefetch_ahead(pf->own[p], 2); /* a step's two lines of the panel */
     pf->own[p] += 128;
   }
 }
@@ -267,10 +275,6 @@ MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
   return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
 }
 
-/* `lines` cache lines from p into L2. */
-MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int lines) {
-  for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
-}
 
 
 
@@ -335,7 +339,7 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_meta(const moe_gemm_args *g, con
  * ahead of their loads) never covers. Intel only, as the dense kernels' (Emerald Rapids, Qwen3 FP8:
  * M = 1 1.6-1.9 -> 1.5-1.6 ms, M = 32 26.0-27.2 -> 24.5-25.2; the 4-bit formats 0-5 %). */
 MOE__AVX512_BASE MOE__INLINE void moe__prefetch_heads(const moe__lowbit *L, int np) {
-  if (!(moe_cpu_features() & MOE_CPU_INTEL)) return;
+  if (!moe__own_prefetch_cpu()) return;
   for (int q = 0; q < np; q++) moe__prefetch_ahead(q ? L->w1 : L->w0, MOE__LOWBIT_AHEAD / 64);
 }
 
