@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Before/after table of bench JSON lines (bench_layer and bench_kernels output), as Markdown.
+
+    python3 bench/compare.py --before base-1.jsonl base-2.jsonl --after new-1.jsonl new-2.jsonl
+
+Each file is one round of one build; run the two builds' rounds interleaved in one sitting, on one
+machine. Cases are matched by what they measure (layer: model, precision, isa, M, threads; kernel:
+kernel, gemm, mode, rows, threads). A cell lists every round's value (sorted) and the ratio of the
+medians, after / before: time for layer lines (ms_median, lower is better), GFLOPS (GOPS) in cache
+and weight GB/s streaming for kernel lines (higher is better). The fraction beside it is the run's
+own: frac_of_roofline (layer), frac_of_peak (kernel in cache) or GB/s over the round's probe
+(kernel streaming), so rounds whose bandwidth drifted can be told apart. Only the standard library.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def case_key(j):
+    """What a line measures, so the two builds' lines of one case meet; None for other lines."""
+    if j.get("bench") == "layer":
+        return ("layer", j["model"], j["precision"], j["isa"], j["M"], j["threads"])
+    if j.get("bench") == "kernel" and "mode" in j:
+        return ("kernel", j["kernel"], j["gemm"], j["mode"], j["mr"], j["threads"])
+    return None
+
+
+def value_and_fraction(j):
+    """The compared value and the run's own fraction of its ceiling (0 when it has none)."""
+    if j["bench"] == "layer":
+        return j["ms_median"], j.get("frac_of_roofline") or 0.0
+    if j["mode"] == "stream":
+        gbs = j.get("weight_gbs") or 0.0
+        return gbs, gbs / j["peak_gbs"] if j.get("peak_gbs") else 0.0
+    return j.get("gflops") or 0.0, j.get("frac_of_peak") or 0.0
+
+
+def read_rounds(paths):
+    """{case: [(value, fraction), ...]}, one entry per line, in file order."""
+    cases = {}
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                if not line.startswith("{"):
+                    continue
+                j = json.loads(line)
+                key = case_key(j)
+                if key is not None:
+                    cases.setdefault(key, []).append(value_and_fraction(j))
+    return cases
+
+
+def cell(rounds):
+    values = " / ".join(f"{v:.3g}" for v, _ in sorted(rounds))
+    fracs = sorted(f for _, f in rounds)
+    return values + (f" ({fracs[0]:.2f}–{fracs[-1]:.2f})" if fracs[-1] > 0 else "")
+
+
+def table(before, after):
+    """Markdown lines: one row per case measured on both sides, in a stable order."""
+    rows = ["| case | unit | before | after | after / before |", "|---|---|---|---|---|"]
+    for key in sorted(set(before) & set(after), key=lambda k: tuple(str(x) for x in k)):
+        b, a = before[key], after[key]
+        mb, ma = statistics.median(v for v, _ in b), statistics.median(v for v, _ in a)
+        if key[0] == "layer":
+            name, unit = f"{key[2]} M = {key[4]} ({key[1]}, {key[3]}, {key[5]}t)", "ms"
+        else:
+            name = f"{key[1]} {key[2]} {key[3]} {key[4]} rows ({key[5]}t)"
+            unit = "GB/s" if key[3] == "stream" else "GFLOPS"
+        ratio = f"{ma / mb:.2f}" if mb > 0 else "–"
+        rows.append(f"| {name} | {unit} | {cell(b)} | {cell(a)} | {ratio} |")
+    return rows
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", nargs="+", required=True, help="JSON lines of the old build, one file per round")
+    ap.add_argument("--after", nargs="+", required=True, help="JSON lines of the new build, one file per round")
+    args = ap.parse_args(argv)
+    before, after = read_rounds(args.before), read_rounds(args.after)
+    rows = table(before, after)
+    if len(rows) == 2:
+        print("no case was measured by both sides", file=sys.stderr)
+        return 1
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
