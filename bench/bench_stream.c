@@ -79,8 +79,8 @@ static side measure(const options *o, moe_precision p, int64_t E, bench_pool *po
 }
 
 static void report(const options *o, moe_precision p, const side *hot, const side *cold) {
-  const double flops1 = 2.0 * (double)o->rows * 2 * (double)o->model->N * (double)o->model->K;
-  const double flops2 = flops1 / 2; /* per expert */
+  /* flops per expert: GEMM1 over the gate and up columns (2N), GEMM2 over N */
+  const double flops1 = 2.0 * (double)o->rows * 2 * (double)o->model->N * (double)o->model->K, flops2 = flops1 / 2;
   json j;
   json_begin(&j);
   json_str(&j, "bench", "stream"), json_str(&j, "model", o->model->name), json_str(&j, "precision", prec_name(p));
@@ -93,7 +93,7 @@ static void report(const options *o, moe_precision p, const side *hot, const sid
   json_num(&j, "gemm1_gflops_cold", flops1 * (double)cold->E / cold->gemm1_s / 1e9);
   json_num(&j, "gemm2_gflops_hot", flops2 * (double)hot->E / hot->gemm2_s / 1e9);
   json_num(&j, "gemm2_gflops_cold", flops2 * (double)cold->E / cold->gemm2_s / 1e9);
-  /* per expert, so the two sides' different expert counts compare */
+  /* times per expert, so the two sides' expert counts compare */
   const double g1 = (cold->gemm1_s / (double)cold->E) / (hot->gemm1_s / (double)hot->E);
   const double g2 = (cold->gemm2_s / (double)cold->E) / (hot->gemm2_s / (double)hot->E);
   json_num(&j, "gemm1_cold_over_hot", g1), json_num(&j, "gemm2_cold_over_hot", g2);
