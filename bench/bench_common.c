@@ -69,6 +69,25 @@ const char *prec_name(moe_precision p) {
   return name ? name : "?";
 }
 
+int parse_precisions(const char *s, moe_precision *out) {
+  int n = 0;
+  if (!strcmp(s, "all")) {
+    for (int p = 0; p < MOE_PREC_COUNT; p++) out[n++] = (moe_precision)p;
+    return n;
+  }
+  while (*s) {
+    size_t len = strcspn(s, ",");
+    int found = -1;
+    for (int p = 0; p < MOE_PREC_COUNT; p++)
+      if (strlen(prec_name((moe_precision)p)) == len && !strncmp(s, prec_name((moe_precision)p), len))
+        found = p;
+    if (found < 0 || n == MOE_PREC_COUNT) die("unknown precision in '%s'", s);
+    out[n++] = (moe_precision)found;
+    s += len + (s[len] == ',');
+  }
+  return n;
+}
+
 moe_isa parse_isa(const char *s) {
   moe_isa isa = moe_isa_from_name(s);
   if (isa == MOE_ISA_COUNT) {

@@ -40,6 +40,9 @@ stats stats_of(const double *v, int n); /* n >= 1 */
 /* Options shared by the benchmarks. */
 int parse_list(const char *s, int64_t *out, int max); /* "1,8,32": positive integers */
 const char *prec_name(moe_precision p);
+/* "all" or a comma list of precision names into out[MOE_PREC_COUNT]; their count. Dies on an
+ * unknown name. */
+int parse_precisions(const char *s, moe_precision *out);
 /* The tier called s; dies when there is none, or when this CPU (or build) cannot run it: a benchmark
  * never runs another tier than the one asked for. */
 moe_isa parse_isa(const char *s);

@@ -72,25 +72,6 @@ static void usage(void) {
   exit(2);
 }
 
-static int parse_precisions(const char *s, moe_precision *out) {
-  int n = 0;
-  if (!strcmp(s, "all")) {
-    for (int p = 0; p < MOE_PREC_COUNT; p++) out[n++] = (moe_precision)p;
-    return n;
-  }
-  while (*s) {
-    size_t len = strcspn(s, ",");
-    int found = -1;
-    for (int p = 0; p < MOE_PREC_COUNT; p++)
-      if (strlen(prec_name((moe_precision)p)) == len && !strncmp(s, prec_name((moe_precision)p), len))
-        found = p;
-    if (found < 0 || n == MOE_PREC_COUNT) die("unknown precision in '%s'", s);
-    out[n++] = (moe_precision)found;
-    s += len + (s[len] == ',');
-  }
-  return n;
-}
-
 static model_shape shape_of(const kit_model *m) {
   model_shape s;
   s.name = m->name, s.K = m->K, s.N = m->N, s.E = m->E, s.topk = m->topk;

@@ -21,7 +21,8 @@
 
 typedef struct options {
   const kit_model *model;
-  const char *precisions;
+  moe_precision prec[MOE_PREC_COUNT];
+  int n_prec;
   int64_t rows, e_hot, e_cold;
   int threads, runs;
 } options;
@@ -29,10 +30,8 @@ typedef struct options {
 /* GEMM1 and GEMM2 seconds of one call, medians over the runs. */
 typedef struct side {
   int64_t E;
-  double mb, gemm1_s, gemm2_s, call_s;
+  double mb, gemm1_s, gemm2_s;
 } side;
-
-static double median_of(double *v, int n) { return stats_of(v, n).median; }
 
 /* E experts of precision p, each given exactly o->rows token rows, called o->runs times (after one
  * untimed call); the pool's threads are woken before each call, as bench_layer does. */
@@ -42,8 +41,8 @@ static side measure(const options *o, moe_precision p, int64_t E, bench_pool *po
   moe_experts ex;
   moe_parallel par = {pool_parallel_for, pool, pool_threads(pool)};
   kit_rng g = kit_rng_stream(5, (uint64_t)E);
-  side s = {E, 0, 0, 0, 0};
-  double *t1 = (double *)kit_malloc(3 * (size_t)o->runs * sizeof(double)), *t2 = t1 + o->runs, *tc = t2 + o->runs;
+  side s = {E, 0, 0, 0};
+  double *t1 = (double *)kit_malloc(2 * (size_t)o->runs * sizeof(double)), *t2 = t1 + o->runs;
   kit_weights_random(&kw, p, E, N, K, 1, KIT_CODES);
   size_t n = moe_pack_size(&kw.w);
   void *packed = kit_malloc(n ? n : 1);
@@ -69,11 +68,10 @@ static side measure(const options *o, moe_precision p, int64_t E, bench_pool *po
   for (int r = 0; r < o->runs; r++) {
     memset(st.seconds, 0, sizeof st.seconds);
     pool_warm(pool);
-    double t0 = now_s();
     moe_fused_experts(&ex, &c, ws, ws_size, &par);
-    tc[r] = now_s() - t0, t1[r] = st.seconds[MOE_PHASE_GEMM1], t2[r] = st.seconds[MOE_PHASE_GEMM2];
+    t1[r] = st.seconds[MOE_PHASE_GEMM1], t2[r] = st.seconds[MOE_PHASE_GEMM2];
   }
-  s.mb = (double)n / 1e6, s.gemm1_s = median_of(t1, o->runs), s.gemm2_s = median_of(t2, o->runs), s.call_s = median_of(tc, o->runs);
+  s.mb = (double)n / 1e6, s.gemm1_s = stats_of(t1, o->runs).median, s.gemm2_s = stats_of(t2, o->runs).median;
   free(t1), free(packed), free(x), free(out), free(w), free(ids), free(ws);
   return s;
 }
@@ -81,6 +79,9 @@ static side measure(const options *o, moe_precision p, int64_t E, bench_pool *po
 static void report(const options *o, moe_precision p, const side *hot, const side *cold) {
   /* flops per expert: GEMM1 over the gate and up columns (2N), GEMM2 over N */
   const double flops1 = 2.0 * (double)o->rows * 2 * (double)o->model->N * (double)o->model->K, flops2 = flops1 / 2;
+  const double g1_hot = flops1 * (double)hot->E / hot->gemm1_s / 1e9, g1_cold = flops1 * (double)cold->E / cold->gemm1_s / 1e9;
+  const double g2_hot = flops2 * (double)hot->E / hot->gemm2_s / 1e9, g2_cold = flops2 * (double)cold->E / cold->gemm2_s / 1e9;
+  const double r1 = g1_hot / g1_cold, r2 = g2_hot / g2_cold; /* cold time over hot, per expert */
   json j;
   json_begin(&j);
   json_str(&j, "bench", "stream"), json_str(&j, "model", o->model->name), json_str(&j, "precision", prec_name(p));
@@ -89,35 +90,29 @@ static void report(const options *o, moe_precision p, const side *hot, const sid
   json_int(&j, "threads", o->threads), json_int(&j, "runs", o->runs);
   json_int(&j, "E_hot", hot->E), json_int(&j, "E_cold", cold->E);
   json_num(&j, "weight_mb_hot", hot->mb), json_num(&j, "weight_mb_cold", cold->mb);
-  json_num(&j, "gemm1_gflops_hot", flops1 * (double)hot->E / hot->gemm1_s / 1e9);
-  json_num(&j, "gemm1_gflops_cold", flops1 * (double)cold->E / cold->gemm1_s / 1e9);
-  json_num(&j, "gemm2_gflops_hot", flops2 * (double)hot->E / hot->gemm2_s / 1e9);
-  json_num(&j, "gemm2_gflops_cold", flops2 * (double)cold->E / cold->gemm2_s / 1e9);
-  /* times per expert, so the two sides' expert counts compare */
-  const double g1 = (cold->gemm1_s / (double)cold->E) / (hot->gemm1_s / (double)hot->E);
-  const double g2 = (cold->gemm2_s / (double)cold->E) / (hot->gemm2_s / (double)hot->E);
-  json_num(&j, "gemm1_cold_over_hot", g1), json_num(&j, "gemm2_cold_over_hot", g2);
+  json_num(&j, "gemm1_gflops_hot", g1_hot), json_num(&j, "gemm1_gflops_cold", g1_cold);
+  json_num(&j, "gemm2_gflops_hot", g2_hot), json_num(&j, "gemm2_gflops_cold", g2_cold);
+  json_num(&j, "gemm1_cold_over_hot", r1), json_num(&j, "gemm2_cold_over_hot", r2);
   json_num(&j, "cold_gbs", cold->mb / 1e3 / (cold->gemm1_s + cold->gemm2_s));
   json_end(&j);
   fprintf(stderr, "%-10s %lld rows/expert: GEMM1 %.0f -> %.0f GFLOPS (cold/hot time %.2f), GEMM2 %.0f -> %.0f (%.2f)\n",
-          prec_name(p), (long long)o->rows, flops1 * (double)hot->E / hot->gemm1_s / 1e9,
-          flops1 * (double)cold->E / cold->gemm1_s / 1e9, g1, flops2 * (double)hot->E / hot->gemm2_s / 1e9,
-          flops2 * (double)cold->E / cold->gemm2_s / 1e9, g2);
+          prec_name(p), (long long)o->rows, g1_hot, g1_cold, r1, g2_hot, g2_cold, r2);
 }
 
 static const char usage[] = "usage: bench_stream [--model NAME] [--precision LIST|all] [--rows R] [--hot E] [--cold E]\n"
                             "                    [--threads T] [--runs N] [--isa TIER]";
 
 int main(int argc, char **argv) {
-  static const moe_precision all[] = {MOE_PREC_BF16, MOE_PREC_FP16, MOE_PREC_INT8, MOE_PREC_FP8,
-                                      MOE_PREC_INT4_W4A8, MOE_PREC_INT4_W4A16, MOE_PREC_MXFP4};
-  options o = {kit_model_find("qwen3-30b-a3b"), "all", 32, 2, 128, (int)sysconf(_SC_NPROCESSORS_ONLN), 9};
+  options o;
+  memset(&o, 0, sizeof o);
   bench_prog = "bench_stream";
+  o.model = kit_model_find("qwen3-30b-a3b"), o.n_prec = parse_precisions("all", o.prec);
+  o.rows = 32, o.e_hot = 2, o.e_cold = 128, o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN), o.runs = 9;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) die("%s", usage);
     if (!strcmp(a, "--model")) o.model = kit_model_find(v);
-    else if (!strcmp(a, "--precision")) o.precisions = v;
+    else if (!strcmp(a, "--precision")) o.n_prec = parse_precisions(v, o.prec);
     else if (!strcmp(a, "--rows")) o.rows = atoll(v);
     else if (!strcmp(a, "--hot")) o.e_hot = atoll(v);
     else if (!strcmp(a, "--cold")) o.e_cold = atoll(v);
@@ -134,9 +129,8 @@ int main(int argc, char **argv) {
   fprintf(stderr, "%s K=%lld N=%lld, %lld rows per expert, %d threads, isa %s: hot %lld experts, cold %lld\n",
           o.model->name, (long long)o.model->K, (long long)o.model->N, (long long)o.rows, o.threads,
           moe_isa_name(moe_get_isa()), (long long)o.e_hot, (long long)o.e_cold);
-  for (size_t pi = 0; pi < sizeof all / sizeof all[0]; pi++) {
-    moe_precision p = all[pi];
-    if (strcmp(o.precisions, "all") && !strstr(o.precisions, prec_name(p))) continue;
+  for (int i = 0; i < o.n_prec; i++) {
+    const moe_precision p = o.prec[i];
     if (!moe_precision_compiled(p)) continue;
     side hot = measure(&o, p, o.e_hot, pool), cold = measure(&o, p, o.e_cold, pool);
     report(&o, p, &hot, &cold);

@@ -275,10 +275,6 @@ MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
   return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
 }
 
-
-
-
-
 /* A broadcast bf16 pair (moe__bcast_group) as f32: its odd k (the high word), its even k. An FMA
  * with each, odd first, gives vdpbf16ps's bits (it adds the two exact products in that order,
  * each rounded; measured bitwise on Emerald Rapids), bar its flushing of subnormals. */
@@ -303,7 +299,6 @@ MOE__AVX512_VNNI void moe_qu8_qc8w_gemm2_ukernel_5x64c4_12x32c4__avx512vnni(cons
 }
 /* ---- the low-bit kernels: the call (k blocks x row tiles), the list's functions (decoders: decode.h) */
 
-
 /* The epilogue from the totals (A8: times the row scale): gemm1 act -> c, gemm2 (+ bias) * weight
  * into the rows. */
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, const float *tot, int gemm1, int np, int a8) {
@@ -316,7 +311,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_store(const moe_gemm_args *g, cons
     else moe__gemm2_store_avx512(g, r, 2 * np, v0, v1, v2, v3);
   }
 }
-
 
 /* The row tiles of a call: one kind for gemm1 and gemm2 (the sums go to the totals; the epilogue,
  * moe__lowbit_store, tells the two apart). */
