@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *bench_prog = "bench";
 
@@ -33,6 +34,11 @@ void sleep_s(double s) {
 }
 
 int have_features(uint32_t f) { return (moe_cpu_features() & f) == f; }
+
+size_t l2_cache_bytes(void) {
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -25,6 +25,7 @@ BENCH_NORETURN void die(const char *fmt, ...);
 double now_s(void); /* monotonic seconds */
 void sleep_s(double s);
 int have_features(uint32_t f); /* all MOE_CPU_* bits of f present */
+size_t l2_cache_bytes(void);   /* one core's L2 (sysconf), else 1 MiB */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

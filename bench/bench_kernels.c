@@ -5,7 +5,10 @@
  *           the kernel's dot-product instruction, measured in the same run;
  *   stream  one row over the panels of many experts (at least --stream-mib per GEMM, more than the
  *           LLC; the 1 GiB bandwidth probe runs before each pass, so every pass starts cold): GB/s of
- *           weights read against the probe's GB/s of the same round.
+ *           weights read against the probe's GB/s of the same round;
+ *   decode  the AMX kernels of the low-bit precisions: their B staging alone over the cache set
+ *           (bench_decode.h), GB/s of weights: the decode roof the cache line is compared with. It
+ *           needs only the tier's AVX-512 features, so it also runs where the tiles do not.
  *
  *   bench_kernels [--kernel SUBSTR] [--isa TIER] [--threads T] [--quick]
  *
@@ -18,6 +21,7 @@
 #define MOE_IMPLEMENTATION
 #include "bench_ceilings.h"
 #include "bench_common.h"
+#include "bench_decode.h"
 #include "bench_pool.h"
 
 #include <stdio.h>
@@ -61,7 +65,6 @@ static options parse_options(int argc, char **argv) {
   const kit_model *m;
   int quick = 0, runs = 0;
   double stream_mib = 0, l2_kib = 0;
-  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   memset(&o, 0, sizeof o);
   o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
   o.model = "qwen3-30b-a3b";
@@ -90,7 +93,7 @@ static options parse_options(int argc, char **argv) {
   o.runs = runs > 0 ? runs : quick ? 3 : 7;
   o.stream_mib = stream_mib > 0 ? stream_mib : quick ? 64 : 256;
   o.cache_s = quick ? 0.01 : 0.02;
-  o.l2_bytes = l2_kib > 0 ? (size_t)(l2_kib * 1024) : l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
+  o.l2_bytes = l2_kib > 0 ? (size_t)(l2_kib * 1024) : l2_cache_bytes();
   if (o.threads < 1) die("--threads must be >= 1");
   if (o.K < 1 || o.N < 1) die("bad K=%lld N=%lld", (long long)o.K, (long long)o.N);
   return o;
@@ -250,6 +253,8 @@ typedef struct result {
   double bytes;          /* per pass (stream) or of the panel set (cache) */
   stats gflops, gbs, probe, frac;
   double peak_gflops;
+  double cache_gbs;      /* cache: GB/s of weights in the best trial */
+  double decode_gbs;     /* cache and decode: the kernel's decode roof (0: none) */
   int runs;
 } result;
 
@@ -304,6 +309,7 @@ static result measure_cache(const ctx *c, const moe_gemm_config *k, int gemm, co
   res.mr = j.lanes[0].g.mr, res.nr = g.nr, res.kred = j.lanes[0].g.kred, res.units = j.count;
   res.bytes = job_bytes(&j);
   res.gflops = stats_of(rate, c->o->runs);
+  res.cache_gbs = res.gflops.max * res.bytes * (double)j.reps / j.lanes[0].flops; /* GFLOPS x bytes per flop */
   res.peak_gflops = peak_for_kernel(&c->peaks, k);
   free(rate);
   job_free(&j);
@@ -348,6 +354,22 @@ static result measure_stream(const ctx *c, const moe_gemm_config *k, int gemm, c
   return res;
 }
 
+/* Decode: the decode roof of kernel k's GEMM (bench_decode.h) over the cache mode's panel set. */
+static int decodes(const moe_gemm_config *k) { return k->isa == MOE_ISA_AMX && decode_roof_available(k->precision); }
+
+static result measure_decode(const ctx *c, const moe_gemm_config *k, int gemm, const moe_experts *ex) {
+  result res;
+  moe_gemm_args g;
+  double best = decode_roof_gbs(c->pool, ex, gemm, c->o->l2_bytes, c->o->runs);
+  memset(&res, 0, sizeof res);
+  res.k = k, res.gemm = gemm, res.mode = "decode", res.runs = c->o->runs;
+  res.mr = 0, res.kred = gemm == 1 ? ex->K : ex->N;
+  res.bytes = (double)unit_at(ex, gemm, 0, &g);
+  res.nr = g.nr;
+  res.decode_gbs = best;
+  return res;
+}
+
 /* ==== output ====================================================================================== */
 static void json_kernel_head(json *j, const moe_gemm_config *k, int gemm, const options *o) {
   json_begin(j);
@@ -362,9 +384,26 @@ static void json_kernel_head(json *j, const moe_gemm_config *k, int gemm, const 
   json_int(j, "threads", o->threads);
 }
 
+/* A decode line: the roof's GB/s of weights (the best trial). */
+static void print_decode(const ctx *c, const result *r) {
+  json j;
+  json_kernel_head(&j, r->k, r->gemm, c->o);
+  json_str(&j, "mode", r->mode);
+  json_int(&j, "nr", r->nr), json_int(&j, "kred", r->kred);
+  json_int(&j, "runs", r->runs);
+  json_num(&j, "weight_gbs", r->decode_gbs);
+  json_end(&j);
+  fprintf(stderr, "  %s decode   x%-2d k%-5lld %8.2f GB/s of weights decoded (B staging alone, in cache)\n",
+          r->gemm == 1 ? "gemm1" : "gemm2", (int)r->nr, (long long)r->kred, r->decode_gbs);
+}
+
 static void print_result(const ctx *c, const result *r) {
   json j;
   int cache = !strcmp(r->mode, "cache");
+  if (!strcmp(r->mode, "decode")) {
+    print_decode(c, r);
+    return;
+  }
   json_kernel_head(&j, r->k, r->gemm, c->o);
   json_str(&j, "mode", r->mode);
   json_int(&j, "mr", r->mr), json_int(&j, "nr", r->nr), json_int(&j, "kred", r->kred);
@@ -374,6 +413,8 @@ static void print_result(const ctx *c, const result *r) {
   if (cache) { /* the best trial against the best peak trial; the median too */
     json_num(&j, "gflops", r->gflops.max), json_num(&j, "gflops_median", r->gflops.median);
     json_num(&j, "gflops_min", r->gflops.min);
+    json_num(&j, "weight_gbs", r->cache_gbs);
+    if (r->decode_gbs > 0) json_num(&j, "decode_gbs", r->decode_gbs), json_num(&j, "frac_of_decode", r->cache_gbs / r->decode_gbs);
   } else {
     json_num(&j, "gflops", r->gflops.median);
     json_num(&j, "weight_gbs", r->gbs.median), json_num(&j, "weight_gbs_min", r->gbs.min);
@@ -396,8 +437,10 @@ static void print_result(const ctx *c, const result *r) {
   else
     fprintf(stderr, "  %s stream  1x%-2d k%-5lld %8.2f GB/s", r->gemm == 1 ? "gemm1" : "gemm2", (int)r->nr,
             (long long)r->kred, r->gbs.median);
-  if (cache && r->peak_gflops > 0) fprintf(stderr, "  %5.1f%% of %s peak %.0f\n", 100 * r->gflops.max / r->peak_gflops, r->k->dot, r->peak_gflops);
-  else if (cache) fputs("  (no peak measured for this tier)\n", stderr);
+  if (cache && r->peak_gflops > 0) fprintf(stderr, "  %5.1f%% of %s peak %.0f", 100 * r->gflops.max / r->peak_gflops, r->k->dot, r->peak_gflops);
+  else if (cache) fputs("  (no peak measured for this tier)", stderr);
+  if (cache && r->decode_gbs > 0) fprintf(stderr, "; %.2f GB/s, %.1f%% of the decode roof", r->cache_gbs, 100 * r->cache_gbs / r->decode_gbs);
+  if (cache) fputc('\n', stderr);
   else fprintf(stderr, "  %5.1f%% of probe %.1f GB/s (%.0f MB per pass)\n", 100 * r->frac.median, r->probe.median, r->bytes / 1e6);
 }
 
@@ -449,18 +492,25 @@ static void *pack_weights(const ctx *c, moe_precision p, int vector, moe_experts
   return buf;
 }
 
+/* Every mode of kernel k; only the decode roof where this CPU runs its decoders but not the kernel. */
 static void bench_kernel(const ctx *c, const moe_gemm_config *k, const moe_experts *ex) {
-  result r[4];
-  fprintf(stderr, "%s (%s, %s)\n", k->name, prec_name(k->precision), k->dot);
+  const int runs = moe_kernel_runnable(k);
+  fprintf(stderr, "%s (%s, %s)%s\n", k->name, prec_name(k->precision), k->dot, runs ? "" : ": decode roof only");
   for (int gemm = 1; gemm <= 2; gemm++) {
-    r[2 * gemm - 2] = measure_cache(c, k, gemm, ex);
-    print_result(c, &r[2 * gemm - 2]);
-    r[2 * gemm - 1] = measure_stream(c, k, gemm, ex);
-    print_result(c, &r[2 * gemm - 1]);
+    result d, r;
+    d.decode_gbs = 0;
+    if (decodes(k)) d = measure_decode(c, k, gemm, ex), print_result(c, &d);
+    if (!runs) continue;
+    r = measure_cache(c, k, gemm, ex);
+    r.decode_gbs = d.decode_gbs;
+    print_result(c, &r);
+    r = measure_stream(c, k, gemm, ex);
+    print_result(c, &r);
   }
 }
 
-/* The selected kernels of precision p: skipped lines, then one packing shared by the rest. */
+/* The selected kernels of precision p: skipped lines, then one packing shared by the rest (and by
+ * the decode roofs of AMX kernels this CPU runs only the decoders of). */
 static void bench_precision(const ctx *c, moe_precision p) {
   int runnable = 0, vector = 0;
   moe_experts ex;
@@ -468,7 +518,10 @@ static void bench_precision(const ctx *c, moe_precision p) {
   for (int i = 0; i < moe_kernel_count(); i++) {
     const moe_gemm_config *k = moe_kernel_at(i), *twin;
     if (k->precision != p || !selected(c->o, k)) continue;
-    if (!moe_kernel_runnable(k)) print_skipped(c, k, "this CPU lacks the kernel's features");
+    if (!moe_kernel_runnable(k)) {
+      print_skipped(c, k, "this CPU lacks the kernel's features");
+      if (decodes(k)) runnable++, vector = 1;
+    }
     else if ((twin = same_as_earlier(c->o, i))) {
       char reason[96];
       snprintf(reason, sizeof reason, "the same functions as the %s row", prec_name(twin->precision));
@@ -479,7 +532,7 @@ static void bench_precision(const ctx *c, moe_precision p) {
   buf = pack_weights(c, p, vector, &ex);
   for (int i = 0; i < moe_kernel_count(); i++) {
     const moe_gemm_config *k = moe_kernel_at(i);
-    if (k->precision == p && selected(c->o, k) && moe_kernel_runnable(k) && !same_as_earlier(c->o, i))
+    if (k->precision == p && selected(c->o, k) && (moe_kernel_runnable(k) ? !same_as_earlier(c->o, i) : decodes(k)))
       bench_kernel(c, k, &ex);
   }
   free(buf);

@@ -8,7 +8,8 @@
  * dequantized at load ("peer_weights"), so peer_rel_err compares our quantized kernels with it.
  * weight_gbs counts the packed bytes of the experts hit (panels with their scales and zero points);
  * frac_of_roofline is max(bytes / probe bandwidth, flops / peak of the kernel's dot instruction)
- * over the measured time.
+ * over the measured time. The low-bit precisions on the AMX tier also get their decode roof (bytes
+ * over the rate at which the tier's B staging alone decodes them in cache: bench_decode.h) beside it.
  * Memory bandwidth on shared machines drifts within minutes, so every round is interleaved
  * (bandwidth probe, our layer, oneDNN layer) and the fractions and speedups are medians of per-round
  * ratios. Every timed layer starts with cold caches: the 1 GiB probe runs between rounds.
@@ -19,6 +20,7 @@
 #define MOE_API /* external linkage: the other sources of this executable call the library too */
 #define MOE_IMPLEMENTATION
 #include "bench_ceilings.h"
+#include "bench_decode.h"
 #include "bench_layer.h"
 #include "bench_pool.h"
 
@@ -386,6 +388,8 @@ typedef struct case_result {
   const measurement *r;
   double expert_bytes; /* packed bytes per expert hit (codes and meta) */
   double flops, peak_gflops, roof_gflops;
+  double decode_gbs[2]; /* the decode roof of GEMM1 and GEMM2 (GB/s of packed weights; 0: none) */
+  double decode_s_per_gb; /* seconds to decode 1 GB of an expert's W13 and W2 in their proportion */
   int has_peer;
 } case_result;
 
@@ -393,6 +397,8 @@ typedef struct summary {
   stats ms, peer_ms, probe, gbs, frac, speedup, roof;
   double bytes, gflops; /* median bytes per round; flops over the median time */
   double roof_ms;       /* median of the rounds' roofline times */
+  double decode_ms;     /* median of the rounds' decode roof times (0: none) */
+  stats decode;         /* decode roof time over the measured time */
   const char *bound, *roof_bound;
 } summary;
 
@@ -408,8 +414,8 @@ static const char *bound_name(double flops, double bytes, double peak_gflops, do
 static summary summarize(const case_result *cr) {
   const measurement *r = cr->r;
   int n = r->runs;
-  double *v = (double *)kit_malloc(5 * (size_t)n * sizeof(double)), *gbs = v, *frac = v + n, *speed = v + 2 * n;
-  double *roof = v + 3 * n, *roof_s = v + 4 * n;
+  double *v = (double *)kit_malloc(7 * (size_t)n * sizeof(double)), *gbs = v, *frac = v + n, *speed = v + 2 * n;
+  double *roof = v + 3 * n, *roof_s = v + 4 * n, *dec = v + 5 * n, *dec_s = v + 6 * n;
   summary s;
   memset(&s, 0, sizeof s);
   for (int i = 0; i < n; i++) {
@@ -420,10 +426,13 @@ static summary summarize(const case_result *cr) {
     roof_s[i] = t_mem > t_comp ? t_mem : t_comp;
     roof[i] = roof_s[i] / r->ours_s[i];
     speed[i] = cr->has_peer ? r->peer_s[i] / r->ours_s[i] : 0.0;
+    dec_s[i] = r->bytes[i] / 1e9 * cr->decode_s_per_gb;
+    dec[i] = dec_s[i] / r->ours_s[i];
   }
   s.ms = stats_of(r->ours_s, n), s.probe = stats_of(r->probe_gbs, n), s.gbs = stats_of(gbs, n);
   s.frac = stats_of(frac, n), s.speedup = stats_of(speed, n), s.roof = stats_of(roof, n);
   s.roof_ms = 1e3 * stats_of(roof_s, n).median;
+  s.decode_ms = 1e3 * stats_of(dec_s, n).median, s.decode = stats_of(dec, n);
   if (cr->has_peer) s.peer_ms = stats_of(r->peer_s, n);
   s.bytes = stats_of(r->bytes, n).median;
   s.gflops = cr->flops / s.ms.median / 1e9;
@@ -494,6 +503,15 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
   json_num(&j, "roofline_ms", s->roof_ms);
   json_num(&j, "frac_of_roofline", s->roof.median), json_num(&j, "frac_of_roofline_min", s->roof.min);
   json_num(&j, "frac_of_roofline_max", s->roof.max);
+  if (cr->decode_s_per_gb > 0) {
+    json_num(&j, "decode_gbs", 1 / cr->decode_s_per_gb);
+    json_num(&j, "decode_gbs_gemm1", cr->decode_gbs[0]), json_num(&j, "decode_gbs_gemm2", cr->decode_gbs[1]);
+    json_num(&j, "roofline_decode_ms", s->decode_ms);
+    json_num(&j, "frac_of_decode_roof", s->decode.median), json_num(&j, "frac_of_decode_roof_min", s->decode.min);
+    json_num(&j, "frac_of_decode_roof_max", s->decode.max);
+  } else {
+    json_null(&j, "decode_gbs"), json_null(&j, "roofline_decode_ms"), json_null(&j, "frac_of_decode_roof");
+  }
   if (cr->has_peer) {
     json_str(&j, "vs", "onednn");
     json_str(&j, "peer_weights", cr->peer_weights);
@@ -517,6 +535,7 @@ static void print_human(const case_result *cr, const summary *s) {
   fprintf(stderr, "%-10s M=%-5lld %9.3f ms %7.1f GB/s %8.1f GFLOPS %6.1f%% of peak (%s; probe %.1f GB/s) %6.1f%% of roofline (%s)",
           prec_name(cr->w.p), (long long)cr->c->M, 1e3 * s->ms.median, s->gbs.median, s->gflops,
           100 * s->frac.median, s->bound, s->probe.median, 100 * s->roof.median, cr->roof_name);
+  if (cr->decode_s_per_gb > 0) fprintf(stderr, " %5.1f%% of decode roof (%.1f GB/s)", 100 * s->decode.median, 1 / cr->decode_s_per_gb);
   if (cr->has_peer)
     fprintf(stderr, "  onednn %s %9.3f ms, speedup %.2fx, rel err %.1e", cr->peer_weights, 1e3 * s->peer_ms.median,
             s->speedup.median, cr->r->peer_rel_err);
@@ -564,6 +583,15 @@ static void run_case(const bench_ctx *b, const ours *us, peer *P, case_result *c
   case_free(&c);
 }
 
+/* The decode roof of the layer's low-bit weights on the AMX tier: each GEMM's rate, and the seconds
+ * per GB of an expert's weights (W13 and W2 in their proportion). Nothing for other precisions. */
+static void decode_roof(const bench_ctx *b, const moe_experts *ex, case_result *cr) {
+  const double w13 = (double)ex->panels13 * (double)ex->panel13_bytes, all = packed_expert_bytes(ex);
+  for (int gemm = 1; gemm <= 2; gemm++) cr->decode_gbs[gemm - 1] = decode_roof_gbs(b->pool, ex, gemm, l2_cache_bytes(), 9);
+  if (cr->decode_gbs[0] > 0 && cr->decode_gbs[1] > 0)
+    cr->decode_s_per_gb = w13 / all / cr->decode_gbs[0] + (all - w13) / all / cr->decode_gbs[1];
+}
+
 static void run_precision(const bench_ctx *b, moe_precision p) {
   const options *o = b->opt;
   int64_t E = experts_in_budget(o, p);
@@ -595,6 +623,7 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
   /* the AMX tier's compute ceiling is the tiles' (its decode blocks run AVX-512 under that roof) */
   cr.peak_gflops = kern->isa == MOE_ISA_AMX ? peak_for_kernel(&b->peaks, kern) : peak_for_precision(&b->peaks, p);
   cr.roof_gflops = roofline_peak(&b->peaks, kern, &cr.roof_name);
+  if (kern->isa == MOE_ISA_AMX) decode_roof(b, &us.ex, &cr);
   cr.has_peer = P != NULL;
   cr.peer_impl = P ? peer_impl(P) : NULL;
   cr.peer_weights = P ? peer_weights_kind(p) : NULL;

@@ -7,7 +7,7 @@ Each file is one round of one build; run the two builds' rounds interleaved in o
 machine. Cases are matched by what they measure (layer: model, precision, isa, M, threads; kernel:
 kernel, gemm, mode, rows, threads). A cell lists every round's value (sorted) and the ratio of the
 medians, after / before: time for layer lines (ms_median, lower is better), GFLOPS (GOPS) in cache
-and weight GB/s streaming for kernel lines (higher is better). The fraction beside it is the run's
+and weight GB/s streaming and decoding for kernel lines (higher is better). The fraction beside it is the run's
 own: frac_of_roofline (layer), frac_of_peak (kernel in cache) or GB/s over the round's probe
 (kernel streaming), so rounds whose bandwidth drifted can be told apart. Only the standard library.
 """
@@ -22,7 +22,7 @@ def case_key(j):
     if j.get("bench") == "layer":
         return ("layer", j["model"], j["precision"], j["isa"], j["M"], j["threads"])
     if j.get("bench") == "kernel" and "mode" in j:
-        return ("kernel", j["kernel"], j["gemm"], j["mode"], j["mr"], j["threads"])
+        return ("kernel", j["kernel"], j["gemm"], j["mode"], j.get("mr", 0), j["threads"])
     return None
 
 
@@ -30,7 +30,7 @@ def value_and_fraction(j):
     """The compared value and the run's own fraction of its ceiling (0 when it has none)."""
     if j["bench"] == "layer":
         return j["ms_median"], j.get("frac_of_roofline") or 0.0
-    if j["mode"] == "stream":
+    if j["mode"] in ("stream", "decode"):  # decode: the roof alone, no ceiling beside it
         gbs = j.get("weight_gbs") or 0.0
         return gbs, gbs / j["peak_gbs"] if j.get("peak_gbs") else 0.0
     return j.get("gflops") or 0.0, j.get("frac_of_peak") or 0.0
@@ -66,8 +66,9 @@ def table(before, after):
         if key[0] == "layer":
             name, unit = f"{key[2]} M = {key[4]} ({key[1]}, {key[3]}, {key[5]}t)", "ms"
         else:
-            name = f"{key[1]} {key[2]} {key[3]} {key[4]} rows ({key[5]}t)"
-            unit = "GB/s" if key[3] == "stream" else "GFLOPS"
+            rows_of = f" {key[4]} rows" if key[3] != "decode" else ""
+            name = f"{key[1]} {key[2]} {key[3]}{rows_of} ({key[5]}t)"
+            unit = "GB/s" if key[3] in ("stream", "decode") else "GFLOPS"
         ratio = f"{ma / mb:.2f}" if mb > 0 else "–"
         rows.append(f"| {name} | {unit} | {cell(b)} | {cell(a)} | {ratio} |")
     return rows

@@ -6,7 +6,9 @@
 x: flops (ops for int8) per byte of weights read (packed, scales included); y: GFLOPS (GOPS).
 Ceilings from the lines themselves: the read-bandwidth slope at the median peak_gbs, one flat roof
 per instruction peak (layer lines: roofline_peak / roofline_gflops, the peak of the instruction the
-kernel uses, vfmadd231ps for scalar kernels; older lines and kernel lines: dot / peak_gflops).
+kernel uses, vfmadd231ps for scalar kernels; older lines and kernel lines: dot / peak_gflops), and
+a dotted slope per low-bit precision at its decode roof (decode_gbs of layer lines, else bench_kernels'
+decode lines: the AMX tier's B staging alone, in cache).
 Layer points per precision, labelled with M and frac_of_roofline; the peer's points (same work,
 its time) hollow; bench_kernels' streaming points (one row) as diamonds and its in-cache points
 (weights in L2: no DRAM intensity) as triangles on the right edge. Needs matplotlib
@@ -62,6 +64,17 @@ def ceilings(rows):
     return (statistics.median(gbs) if gbs else None), {d: statistics.median(v) for d, v in peaks.items()}
 
 
+def decode_roofs(rows):
+    """{precision: median GB/s of its decode roof}: layer lines' decode_gbs, else kernel decode lines'."""
+    layer, kern = {}, {}
+    for r in rows:
+        if r.get("bench") == "layer" and r.get("decode_gbs"):
+            layer.setdefault(r["precision"], []).append(r["decode_gbs"])
+        elif r.get("bench") == "kernel" and r.get("mode") == "decode" and r.get("weight_gbs"):
+            kern.setdefault(r["precision"], []).append(r["weight_gbs"])
+    return {p: statistics.median(v) for p, v in {**kern, **layer}.items()}
+
+
 def intensity(r):
     return r["gflops"] / r["weight_gbs"] if r.get("gflops") and r.get("weight_gbs") else None
 
@@ -78,6 +91,15 @@ def plot_ceilings(ax, bw, peaks, xlim):
         unit = "GOPS" if dot == "vpdpbusd" else "GFLOPS"
         ax.annotate(f"{dot} peak {peak:.0f} {unit}", (xlim[0] * 1.1, peak), va="bottom", fontsize=8,
                     color="dimgray")
+
+
+def plot_decode_roofs(ax, roofs, peaks, xlim):
+    """A slope like the bandwidth's per precision: weights decoded per second x flops per byte."""
+    top = max(peaks.values()) if peaks else None
+    for p, gbs in sorted(roofs.items()):
+        end = top / gbs if top else xlim[1]
+        ax.plot([xlim[0], end], [gbs * xlim[0], gbs * end], ls=":", lw=1.2, color=COLORS.get(p, "black"),
+                label=f"decode roof {p} {gbs:.0f} GB/s (in cache)")
 
 
 def plot_layers(ax, rows):
@@ -158,6 +180,7 @@ def main():
     ax.set_yscale("log")
     ax.set_xlim(*xlim)
     plot_ceilings(ax, bw, peaks, xlim)
+    plot_decode_roofs(ax, decode_roofs(rows), peaks, xlim)
     plot_kernels(ax, rows, xlim, args.scalar, plot_layers(ax, rows))
     title = args.title or title_of(rows)
     ax.set_title(title, fontsize=10)

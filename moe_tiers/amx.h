@@ -528,43 +528,74 @@ static inline void moe__amx_block(moe__amx_call *C, const moe_gemm_args *g, int 
   C->shape = C->nrt == 2 ? MOE__AMX_2X2 : C->np == 2 ? MOE__AMX_1X4 : MOE__AMX_1X2;
 }
 
+/* k per scale group applied as sums (FP8 blocks, INT4 groups), 0 for one group (bf16, int8, MXFP4). */
+static inline int64_t moe__amx_group_k(moe_precision p, const moe_gemm_args *g) {
+  return g->kgroup && p != MOE_PREC_MXFP4 ? g->kgroup : 0;
+}
+
+/* The plan of a call over nb blocks against gs[0]'s panels (steps, chunks, codes, tables, prefetch),
+ * with no tile state touched; 0 when the call does not fit the tiles. */
+MOE__AMX_FN int moe__amx_plan(moe__amx_call *C, moe_precision p, const moe_gemm_args *gs, int nb, int gemm1,
+                              moe__amx_block_buf *bufs) {
+  const moe_gemm_args *g = &gs[0];
+  const int64_t kg = moe__amx_group_k(p, g);
+  C->bufs = bufs, C->p = p, C->a8 = moe__is_a8(p), C->np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  C->dot = C->a8 ? MOE__AMX_BUSD : MOE__AMX_BF16;
+  C->ks = C->a8 ? 64 : 32;
+  if (kg % C->ks) return 0;
+  C->steps = moe__cdiv(g->kred, C->ks);
+  C->kc = MOE__AMX_KC;
+  C->kgroup = g->kgroup ? g->kgroup : 1;
+  C->gsteps = kg ? kg / C->ks : C->steps;
+  for (int i = 0; i < C->np; i++) C->codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
+  if (C->np == 1) C->codes[1] = C->codes[0];
+  moe__tables_of(p, &C->tab);
+  moe__lowbit_init(p, g, C->np, &C->tab, bufs[0].tot, &C->L);
+  if (p == MOE_PREC_MXFP4 && !moe__amx_e8m0_foldable(g, C)) return 0;
+  C->pf = g->w_next, C->pf_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
+  C->pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C->steps * nb) : 0;
+  C->own[0] = C->own[1] = NULL;
+  if (moe__amx_own_prefetch(p, gs, nb)) { /* past the panels' end: the expert's next pair, or nothing (no fault) */
+    for (int i = 0; i < C->np; i++) C->own[i] = C->codes[i] + MOE__AMX_OWN_AHEAD;
+    C->pf_lines = 0;
+  }
+  C->kpad = g->kpad;
+  C->interleave = moe__amx_decodes(p);
+  C->stage_here = 0;
+  C->gs = gs, C->fin_gi = -1, C->fin_per_step = 0;
+  return 1;
+}
+
+/* A call's B staging alone (the benchmarks' decode roof): every chunk's B tiles as the kernel stages
+ * them (FP8, INT4 and MXFP4 lines decoded into C's L1 blocks; bf16 and int8 lines only pointed at),
+ * without A, tiles or C. C and buf are the caller's, so the decoded tiles stay live. 0 when the
+ * call does not fit the tiles. Runs on any CPU with the tier's AVX-512 features. */
+MOE__AMX_FN int moe__amx_stage_all(moe__amx_call *C, moe_precision p, const moe_gemm_args *g, int gemm1,
+                                   moe__amx_block_buf *buf) {
+  if (!moe__amx_plan(C, p, g, 1, gemm1, buf)) return 0;
+  moe__amx_use(C, 0);
+  for (int64_t c0 = 0, b = 0; c0 < C->steps; b ^= 1) {
+    const int64_t c1 = moe__amx_chunk_end(C, c0);
+    moe__amx_next(C, c0, c1, (int)b);
+    moe__amx_stage_next(C, C->next_n);
+    c0 = c1;
+  }
+  return 1;
+}
+
 /* The AMX kernel of precision p over nb blocks of rows (gs[0..nb-1]: the same panels, kred and
  * hint; their own rows and outputs), bufs[b] their C and totals: gemm1 (gate and up panels, activation) or
  * gemm2 (1-2 panels). Per chunk the B tiles are staged once (a chunk ahead), then every block runs
  * its passes; with one block and one pass C stays in the tiles over a group, else it goes through
  * cbuf between chunks. 0 when the call does not fit the tiles (the caller runs AVX-512). */
 MOE__AMX_FN int moe__amx_gemm(moe_precision p, const moe_gemm_args *gs, int nb, int gemm1, moe__amx_block_buf *bufs) {
-  const moe_gemm_args *g = &gs[0];
+  const int64_t kg = moe__amx_group_k(p, &gs[0]);
   moe__amx_call C;
-  const int64_t kg = g->kgroup && p != MOE_PREC_MXFP4 ? g->kgroup : 0; /* scale groups applied as sums */
-  C.bufs = bufs, C.p = p, C.a8 = moe__is_a8(p), C.np = gemm1 || g->nr > MOE_NR ? 2 : 1;
-  C.dot = C.a8 ? MOE__AMX_BUSD : MOE__AMX_BF16;
-  C.ks = C.a8 ? 64 : 32;
-  if (kg % C.ks) return 0;
-  C.steps = moe__cdiv(g->kred, C.ks);
-  C.kc = MOE__AMX_KC;
-  C.kgroup = g->kgroup ? g->kgroup : 1;
-  C.gsteps = kg ? kg / C.ks : C.steps;
-  for (int i = 0; i < C.np; i++) C.codes[i] = g->w + (size_t)i * g->panel_bytes + moe__codes_offset(p);
-  if (C.np == 1) C.codes[1] = C.codes[0];
-  moe__tables_of(p, &C.tab);
-  moe__lowbit_init(p, g, C.np, &C.tab, bufs[0].tot, &C.L);
-  if (p == MOE_PREC_MXFP4 && !moe__amx_e8m0_foldable(g, &C)) return 0;
-  C.pf = g->w_next, C.pf_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
-  C.pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C.steps * nb) : 0;
-  C.own[0] = C.own[1] = NULL;
-  if (moe__amx_own_prefetch(p, gs, nb)) { /* past the panels' end: the expert's next pair, or nothing (no fault) */
-    for (int i = 0; i < C.np; i++) C.own[i] = C.codes[i] + MOE__AMX_OWN_AHEAD;
-    C.pf_lines = 0;
-  }
+  if (!moe__amx_plan(&C, p, gs, nb, gemm1, bufs)) return 0;
   for (int b = 0; b < nb; b++) {
     if (kg) memset(bufs[b].tot, 0, (size_t)gs[b].mr * 64 * sizeof(float));
     if (!gemm1) moe__prefetch_c_rows(&gs[b], 0, gs[b].mr);
   }
-  C.kpad = g->kpad;
-  C.interleave = moe__amx_decodes(p);
-  C.stage_here = 0;
-  C.gs = gs, C.fin_gi = -1, C.fin_per_step = 0;
   moe__amx_config();
   moe__amx_use(&C, 0);
   moe__amx_next(&C, 0, moe__amx_chunk_end(&C, 0), 0);

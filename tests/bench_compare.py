@@ -23,6 +23,10 @@ def stream(gbs, probe):
             "weight_gbs": gbs, "peak_gbs": probe}
 
 
+def decode(gbs):
+    return {"bench": "kernel", "kernel": "k_amx", "gemm": "gemm2", "mode": "decode", "threads": 2, "weight_gbs": gbs}
+
+
 def write(dirname, name, lines):
     path = os.path.join(dirname, name)
     with open(path, "w") as f:
@@ -43,18 +47,21 @@ def main():
         before = [write(d, "b1", [layer(1, 2.0, 0.5), layer(32, 10.0, 0.8), stream(30.0, 40.0)]),
                   write(d, "b2", [layer(1, 4.0, 0.25), layer(32, 12.0, 0.7), stream(20.0, 40.0)]),
                   write(d, "b3", [layer(1, 3.0, 0.33), layer(32, 11.0, 0.75), stream(25.0, 50.0)])]
-        after = [write(d, "a1", [layer(1, 1.5, 0.66), stream(36.0, 40.0), layer(8, 5.0, 0.9)]),
+        before += [write(d, "b4", [decode(50.0)])]
+        after = [write(d, "a1", [layer(1, 1.5, 0.66), stream(36.0, 40.0), layer(8, 5.0, 0.9), decode(60.0)]),
                  write(d, "a2", [layer(1, 1.4, 0.7), stream(40.0, 40.0)])]
         status, rows, _ = run(before, after)
         assert status == 0, status
         assert rows[0].startswith("| case |") and rows[1].startswith("|---"), rows[:2]
         body = {r.split(" | ")[0]: r for r in rows[2:]}
-        assert len(body) == 2, rows  # M = 32 and M = 8 each measured on one side only
+        assert len(body) == 3, rows  # M = 32 and M = 8 each measured on one side only
         m1 = body["| bf16 M = 1 (qwen3-30b-a3b, avx512, 2t)"]
         assert "| ms | 2 / 3 / 4 (0.25–0.50) | 1.4 / 1.5 (0.66–0.70) |" in m1, m1
         assert m1.endswith("| 0.48 |"), m1  # median 1.45 over median 3
         s = body["| k_avx512 gemm1 stream 1 rows (2t)"]
         assert "| GB/s | 20 / 25 / 30 (0.50–0.75) | 36 / 40 (0.90–1.00) | 1.52 |" in s, s
+        dec = body["| k_amx gemm2 decode (2t)"]  # no mr, no ceiling: no fraction
+        assert dec.endswith("| GB/s | 50 | 60 | 1.20 |"), dec
 
         status, rows, err = run(before[:1], [write(d, "other", [layer(64, 1.0, 0.5)])])
         assert status == 1 and rows == [] and "no case" in err, (status, rows, err)
