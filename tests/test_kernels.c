@@ -18,6 +18,7 @@
  * harness, it is not counted as a tested kernel. */
 #define MOE_IMPLEMENTATION
 #include "../moe.h"
+#include "oracle.h"
 #include "test_util.h"
 
 #include <time.h>
@@ -506,6 +507,91 @@ static void test_all_codes(const moe_gemm_config *k) {
   printf("%s: every code decodes exactly: %s\n", k->name, test_failures > before ? "FAILED" : "ok");
 }
 
+#ifdef MOE__HAVE_AMX
+/* Weight (row, k) of W13 (which 1) or W2 as the AMX tier stages it, before its group scale: FP8's
+ * e4m3, INT4's q - zero, MXFP4's e2m1 x 2^e8m0 (folded); 0 past the reduction. */
+static double staged_value(const kit_weights *kw, int which, int64_t row, int64_t k) {
+  const moe_weights *w = &kw->w;
+  const int64_t cols = which == 1 ? w->K : w->N, g = w->group ? w->group : 128;
+  const uint8_t *codes = (const uint8_t *)(which == 1 ? w->w13 : w->w2);
+  int nib;
+  if (k >= cols) return 0;
+  if (w->precision == MOE_PREC_FP8) return orc_e4m3(codes[row * cols + k]);
+  nib = (codes[row * ((cols + 1) / 2) + k / 2] >> (4 * (k & 1))) & 15;
+  if (w->precision == MOE_PREC_MXFP4)
+    return orc_e2m1((uint8_t)nib) * orc_e8m0((which == 1 ? w->w13_e8m0 : w->w2_e8m0)[row * ((cols + 31) / 32) + k / 32]);
+  return nib - (which == 1 ? w->w13_zero : w->w2_zero)[row * ((cols + g - 1) / g) + k / g];
+}
+
+/* Weights of the chunk of n steps from step c0 that differ from buffer `b`'s B tiles of C. */
+static int staged_chunk_errors(const moe__amx_call *C, const kit_weights *kw, int which, int b, int64_t c0, int n) {
+  const int a8 = moe__is_a8(kw->w.precision), per_row = a8 ? 64 : 32, elt = a8 ? 1 : 2;
+  int bad = 0;
+  for (int i = 0; i < 2; i++)
+    for (int s = 0; s < n; s++)
+      for (int h = 0; h < 2; h++)
+        for (int r = 0; r < 16; r++)
+          for (int e = 0; e < 64 / elt; e++) { /* tile row r: 16 columns x (per_row / 16) k */
+            const int c = 16 * h + e / (per_row / 16), kk = e % (per_row / 16);
+            const int64_t row = which == 1 ? i * kw->w.N + c : 32 * i + c;
+            const int64_t k = (c0 + s) * per_row + (per_row / 16) * r + kk;
+            const uint8_t *t = C->bb[b][i][s][h] + 64 * r + elt * e;
+            const double got = a8 ? (double)(int8_t)t[0] : orc_bf16((uint16_t)(t[0] | t[1] << 8));
+            bad += got != staged_value(kw, which, row, k);
+          }
+  return bad;
+}
+
+/* The decode roof's staging (moe__amx_stage_all, bench/bench_decode.h) runs the call's B staging
+ * chunk by chunk to its end: its last two chunks (one per buffer) are the call's last two, every
+ * step of them staged, their B tiles the unscaled weights of those k (bf16 words, W4A8 bytes), zero
+ * past K. K and N leave a tail step. Needs only the tier's AVX-512 features. Returns the calls
+ * checked. */
+static int test_amx_staging(void) {
+  static const moe_precision ps[] = {MOE_PREC_FP8, MOE_PREC_INT4_W4A8, MOE_PREC_INT4_W4A16, MOE_PREC_MXFP4};
+  moe__amx_call *C = (moe__amx_call *)aligned_alloc(64, (sizeof(moe__amx_call) + 63) / 64 * 64);
+  moe__amx_block_buf *buf = (moe__amx_block_buf *)aligned_alloc(64, sizeof(moe__amx_block_buf));
+  int calls = 0;
+  if ((moe_cpu_features() & MOE__F_AMX_HOST) != MOE__F_AMX_HOST) {
+    printf("skip the AMX staging: CPU lacks the tier's AVX-512 features\n");
+    free(C), free(buf);
+    return 0;
+  }
+  for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+    const kcase kc = {ps[pi], {0, 0, 0, "default"}, 96, 336};
+    kit_weights kw;
+    moe_experts ex;
+    void *packed = pack_case(&kc, 77 + pi, &kw, &ex);
+    for (int which = 1; which <= 2; which++) {
+      int64_t prev = -1, last = 0; /* the call's last two chunks, from its own chunking */
+      moe_gemm_args g;
+      memset(&g, 0, sizeof g);
+      g.mr = MOE_BLOCK_M, g.kgroup = moe__kgroup(kc.p, ex.block_k, ex.group), g.nr = which == 1 ? MOE_NR : 2 * MOE_NR;
+      g.w = which == 1 ? ex.w13 : ex.w2, g.panel_bytes = which == 1 ? ex.panel13_bytes : ex.panel2_bytes;
+      g.kred = which == 1 ? kc.K : kc.N, g.kpad = which == 1 ? ex.k13_pad : ex.k2_pad;
+      memset(C, 0xA5, sizeof *C);
+      if (!moe__amx_stage_all(C, kc.p, &g, which == 1, buf)) {
+        CHECK(0, "AMX staging %s gemm%d: the call does not fit the tiles", moe_precision_name(kc.p), which);
+        continue;
+      }
+      for (int64_t c = 0; c < C->steps; c = moe__amx_chunk_end(C, c)) prev = last, last = c;
+      CHECK(C->next_c0 == last && C->next_c0 + C->next_n == C->steps && C->next_done == C->next_n,
+            "AMX staging %s gemm%d: last chunk %lld + %d (%d staged) of %lld steps", moe_precision_name(kc.p), which,
+            (long long)C->next_c0, C->next_n, C->next_done, (long long)C->steps);
+      CHECK(staged_chunk_errors(C, &kw, which, C->next_buf, last, (int)(C->steps - last)) == 0,
+            "AMX staging %s gemm%d: the last chunk's weights differ", moe_precision_name(kc.p), which);
+      CHECK(last == 0 || staged_chunk_errors(C, &kw, which, C->next_buf ^ 1, prev, (int)(last - prev)) == 0,
+            "AMX staging %s gemm%d: the chunk before the last differs", moe_precision_name(kc.p), which);
+      calls++;
+    }
+    kit_weights_free(&kw);
+    free(packed);
+  }
+  free(C), free(buf);
+  return calls;
+}
+#endif
+
 /* The f32 FMA rows (moe__b4_f32) against their vdpbf16ps siblings of the same tier: on Intel, whose
  * vdpbf16ps adds its two exact products odd k first, each rounded, the bits must be the same (the
  * data has no subnormals, which vdpbf16ps flushes); elsewhere within the usual tolerance. Returns
@@ -578,6 +664,9 @@ int main(int argc, char **argv) {
            test_failures > before ? "FAILED" : "runs clean");
   }
   test_fma_siblings(only);
+#ifdef MOE__HAVE_AMX
+  if (only == MOE_ISA_COUNT || only == MOE_ISA_AMX) printf("AMX staging alone (decode roof): %d calls checked\n", test_amx_staging());
+#endif
   vector_rows = test_row_ops();
   test_edge_activations();
   printf("%d kernels tested, %d skipped, %d vector row-op tiers, %.1f s\n", tested, skipped, vector_rows, now_s() - t0);
