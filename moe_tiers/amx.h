@@ -267,12 +267,6 @@ MOE__AMX_FN void moe__amx_pack_a(const moe_gemm_args *g, moe__amx_call *C, int64
   }
 }
 
-/* W4A8: the zero points of panel i's columns 0-15 and 16-31 for group gi, each in its column's four
- * bytes of a line of layout (d). */
-MOE__AMX_FN void moe__amx_zero_bytes(const moe__lowbit *L, int i, int64_t gi, __m512i z[2]) {
-  for (int h = 0; h < 2; h++) z[h] = _mm512_mullo_epi32(moe__lowbit_zero(L, gi, 2 * i + h), _mm512_set1_epi32(0x01010101));
-}
-
 /* The B tiles of panel i for the chunk's steps c0 + [s_lo, s_hi). Stored lines (bf16, int8) are
  * read in place (two lines per B-tile row: stride 128); the step that reaches past the codes (k
  * tail) and the low-bit formats go to C->b, lines past the codes zero. */
@@ -297,12 +291,10 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
     case MOE_PREC_INT4_W4A16: case MOE_PREC_MXFP4: { /* 8 k per line pair, layout (c) */
       const int mx = C->p == MOE_PREC_MXFP4;
       const __m512i tab = mx ? C->tab.hi0 : C->tab.lo0, low15 = _mm512_set1_epi16(0x7FFF);
-      __m512i adj[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* INT4: zero words; MXFP4: exponent adds */
-      if (!mx) {
-        __m512i zw[4];
-        moe__lowbit_zero_words(L, k0 / C->kgroup, 2, zw);
-        adj[0] = zw[2 * i], adj[1] = zw[2 * i + 1];
-      } else
+      __m512i adj[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* INT4: zero bytes; MXFP4: exponent adds */
+      if (!mx)
+        for (int h = 0; h < 2; h++) adj[h] = moe__lowbit_zero_bytes(L, k0 / C->kgroup, 2 * i + h);
+      else
         for (int h = 0; h < 2; h++) {
           const uint8_t *e = L->meta[i] + (size_t)(k0 / 32) * MOE_NR + 16 * h;
           __m512i d = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)e)), _mm512_set1_epi32(127)), 7);
@@ -313,8 +305,10 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
       for (int q = 0; q < 4; q++)
         for (int h = 0; h < 2; h++) {
           const __m512i line = q < valid ? _mm512_load_si512(codes + 128 * (size_t)(k0 / 8 + q) + 64 * h) : _mm512_setzero_si512();
+          __m512i even = line, odd = line;
+          if (!mx) moe__b4_minus_zero(line, adj[h], &even, &odd);
           for (int j = 0; j < 4; j++) {
-            __m512i v = (__m512i)(mx ? moe__b4_pair(line, j, tab) : moe__b4_pair_zero(line, j, adj[h], tab));
+            __m512i v = (__m512i)(mx ? moe__b4_pair(line, j, tab) : moe__b4_pair_minus(even, odd, j, tab));
             if (mx) v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, low15), v, adj[h]);
             if (q >= valid) v = _mm512_setzero_si512();
             _mm512_store_si512((h ? b1 : b0) + 64 * (4 * q + j), v);
@@ -327,7 +321,7 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
       const __m512i ones = _mm512_set1_epi8(1);
       int32_t *cs0 = C->csum[gi & 3][2 * i], *cs1 = C->csum[gi & 3][2 * i + 1];
       __m512i z[2], s0 = _mm512_setzero_si512(), s1 = s0;
-      moe__amx_zero_bytes(L, i, gi, z);
+      for (int h = 0; h < 2; h++) z[h] = moe__lowbit_zero_bytes(L, gi, 2 * i + h);
       if (k0 % C->kgroup) s0 = _mm512_load_si512(cs0), s1 = _mm512_load_si512(cs1);
       valid = kpad / 4 - k0 / 4; /* padded k hold the last group's zero point: q - zero = 0 there */
       for (int r = 0; r < 16; r++) {

@@ -249,12 +249,10 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__lowbit_zero(const moe__lowbit *L, int6
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_zero_f32(const moe__lowbit *L, int64_t gi, int np, __m512 zf[4]) {
   for (int v = 0; v < 2 * np; v++) zf[v] = _mm512_cvtepi32_ps(moe__lowbit_zero(L, gi, v));
 }
-/* ... and as the words of layout (c): each column's zero in both of its words. */
-MOE__AVX512_BASE MOE__INLINE void moe__lowbit_zero_words(const moe__lowbit *L, int64_t gi, int np, __m512i zw[4]) {
-  for (int v = 0; v < 2 * np; v++) {
-    __m512i z = moe__lowbit_zero(L, gi, v);
-    zw[v] = _mm512_or_si512(z, _mm512_slli_epi32(z, 16));
-  }
+/* ... and in every byte of its column's dword (moe__b4_pair_zero, moe__b4_minus_zero; W4A8's q - zero
+ * lines). */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__lowbit_zero_bytes(const moe__lowbit *L, int64_t gi, int v) {
+  return _mm512_mullo_epi32(moe__lowbit_zero(L, gi, v), _mm512_set1_epi32(0x01010101));
 }
 /* The end of a group: tot[r][16v..] = fma(sum, scale, tot[r][16v..]). */
 MOE__AVX512_BASE MOE__INLINE void moe__lowbit_finish(const moe__lowbit *L, int32_t r, int v, __m512 sum, __m512 scale) {

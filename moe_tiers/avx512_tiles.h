@@ -2441,30 +2441,35 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512i zb[4];
+    for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 0, t), v01 = moe__b4_pair_minus(e01, o01, 0, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 0, t), v11 = moe__b4_pair_minus(e11, o11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 1, t), v01 = moe__b4_pair_minus(e01, o01, 1, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 1, t), v11 = moe__b4_pair_minus(e11, o11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 2, t), v01 = moe__b4_pair_minus(e01, o01, 2, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 2, t), v11 = moe__b4_pair_minus(e11, o11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 3, t), v01 = moe__b4_pair_minus(e01, o01, 3, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
@@ -2473,24 +2478,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 0, t), v01 = moe__b4_pair_minus(e01, o01, 0, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 0, t), v11 = moe__b4_pair_minus(e11, o11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 1, t), v01 = moe__b4_pair_minus(e01, o01, 1, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 1, t), v11 = moe__b4_pair_minus(e11, o11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 2, t), v01 = moe__b4_pair_minus(e01, o01, 2, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 2, t), v11 = moe__b4_pair_minus(e11, o11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 3, t), v01 = moe__b4_pair_minus(e01, o01, 3, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
       }
@@ -2510,34 +2520,39 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_2(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512i zb[4];
+    for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 0, t), v01 = moe__b4_pair_minus(e01, o01, 0, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 0, t), v11 = moe__b4_pair_minus(e11, o11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 1, t), v01 = moe__b4_pair_minus(e01, o01, 1, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 1, t), v11 = moe__b4_pair_minus(e11, o11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 2, t), v01 = moe__b4_pair_minus(e01, o01, 2, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 2, t), v11 = moe__b4_pair_minus(e11, o11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 3, t), v01 = moe__b4_pair_minus(e01, o01, 3, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -2547,27 +2562,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_2(const moe_gemm_args *
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 0, t), v01 = moe__b4_pair_minus(e01, o01, 0, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 0, t), v11 = moe__b4_pair_minus(e11, o11, 0, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 1, t), v01 = moe__b4_pair_minus(e01, o01, 1, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 1, t), v11 = moe__b4_pair_minus(e11, o11, 1, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 2, t), v01 = moe__b4_pair_minus(e01, o01, 2, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 2, t), v11 = moe__b4_pair_minus(e11, o11, 2, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_minus(e00, o00, 3, t), v01 = moe__b4_pair_minus(e01, o01, 3, t);
+      const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
@@ -2589,8 +2609,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512i zb[4];
+    for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -2598,29 +2618,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zb[0], t), v01 = moe__b4_pair_zero(l01, 0, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zb[2], t), v11 = moe__b4_pair_zero(l11, 0, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zb[0], t), v01 = moe__b4_pair_zero(l01, 1, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zb[2], t), v11 = moe__b4_pair_zero(l11, 1, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zb[0], t), v01 = moe__b4_pair_zero(l01, 2, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zb[2], t), v11 = moe__b4_pair_zero(l11, 2, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zb[0], t), v01 = moe__b4_pair_zero(l01, 3, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zb[2], t), v11 = moe__b4_pair_zero(l11, 3, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -2632,29 +2652,29 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zb[0], t), v01 = moe__b4_pair_zero(l01, 0, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zb[2], t), v11 = moe__b4_pair_zero(l11, 0, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zb[0], t), v01 = moe__b4_pair_zero(l01, 1, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zb[2], t), v11 = moe__b4_pair_zero(l11, 1, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zb[0], t), v01 = moe__b4_pair_zero(l01, 2, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zb[2], t), v11 = moe__b4_pair_zero(l11, 2, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zb[0], t), v01 = moe__b4_pair_zero(l01, 3, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zb[2], t), v11 = moe__b4_pair_zero(l11, 3, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -2678,8 +2698,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512i zw[4];
-    moe__lowbit_zero_words(L, gi, 2, zw);
+    __m512i zb[4];
+    for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
@@ -2688,32 +2708,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zb[0], t), v01 = moe__b4_pair_zero(l01, 0, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zb[2], t), v11 = moe__b4_pair_zero(l11, 0, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zb[0], t), v01 = moe__b4_pair_zero(l01, 1, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zb[2], t), v11 = moe__b4_pair_zero(l11, 1, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zb[0], t), v01 = moe__b4_pair_zero(l01, 2, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zb[2], t), v11 = moe__b4_pair_zero(l11, 2, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zb[0], t), v01 = moe__b4_pair_zero(l01, 3, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zb[2], t), v11 = moe__b4_pair_zero(l11, 3, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -2726,32 +2746,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zw[0], t), v01 = moe__b4_pair_zero(l01, 0, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zw[2], t), v11 = moe__b4_pair_zero(l11, 0, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zb[0], t), v01 = moe__b4_pair_zero(l01, 0, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zb[2], t), v11 = moe__b4_pair_zero(l11, 0, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zw[0], t), v01 = moe__b4_pair_zero(l01, 1, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zw[2], t), v11 = moe__b4_pair_zero(l11, 1, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zb[0], t), v01 = moe__b4_pair_zero(l01, 1, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zb[2], t), v11 = moe__b4_pair_zero(l11, 1, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zw[0], t), v01 = moe__b4_pair_zero(l01, 2, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zw[2], t), v11 = moe__b4_pair_zero(l11, 2, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zb[0], t), v01 = moe__b4_pair_zero(l01, 2, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zb[2], t), v11 = moe__b4_pair_zero(l11, 2, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
       {
-      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zw[0], t), v01 = moe__b4_pair_zero(l01, 3, zw[1], t);
-      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zw[2], t), v11 = moe__b4_pair_zero(l11, 3, zw[3], t);
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zb[0], t), v01 = moe__b4_pair_zero(l01, 3, zb[1], t);
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zb[2], t), v11 = moe__b4_pair_zero(l11, 3, zb[3], t);
       { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
@@ -3500,46 +3520,51 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
-  const __m512 t = L->tab->f32;
+  const __m512 t = L->tab->f32, t_hi = L->tab->f32_hi;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512 zf[4];
-    moe__lowbit_zero_f32(L, gi, 2, zf);
+    __m512i zb[4];
+    for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
@@ -3548,36 +3573,41 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       }
@@ -3593,54 +3623,59 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
                                               const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
-  const __m512 t = L->tab->f32;
+  const __m512 t = L->tab->f32, t_hi = L->tab->f32_hi;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
-    __m512 zf[4];
-    moe__lowbit_zero_f32(L, gi, 2, zf);
+    __m512i zb[4];
+    for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
@@ -3650,43 +3685,48 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }

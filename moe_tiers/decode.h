@@ -11,10 +11,11 @@
 #ifdef MOE__HAVE_AVX512
 /* The AVX-512 decoders' tables, per precision (moe__tables_of below): fp8 the bf16 high and low
  * bytes of its 128 magnitudes; 4-bit codes the bf16 words of e2m1, twice (hi0), or of int4 q - zero
- * (lo0), and the 16 codes' f32 values (f32: e2m1, or int4 q before its zero point). */
+ * (lo0), and f32 values: e2m1's 16 (f32), or int4 q - zero as a 5-bit index (f32: 0..15, f32_hi:
+ * -16..-1). */
 typedef struct moe__tables {
   __m512i hi0, hi1, lo0, lo1;
-  __m512 f32;
+  __m512 f32, f32_hi;
 } moe__tables;
 #endif
 
@@ -112,14 +113,38 @@ MOE__AVX2_INLINE void moe__b4_nibbles_avx2(const uint8_t *codes, int64_t i, int 
 static const uint16_t moe__int5_bf16[32] = {
     0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170,
     0xC180, 0xC170, 0xC160, 0xC150, 0xC140, 0xC130, 0xC120, 0xC110, 0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080, 0xC040, 0xC000, 0xBF80};
-/* The same for int4 minus each word's zero point (-15..15, a 5-bit index into a signed table). */
-MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_zero(__m512i line, int j, __m512i zero, __m512i table) {
+/* Pair j (0..3) of a 4-bit line as int4 q - zero (zero_bytes: each column's zero point in every byte of
+ * its dword), bf16 of 16 columns: q - zero (-15..15) in a word's low 5 bits, vpermw's index into the
+ * 32-entry signed table. */
+MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_zero(__m512i line, int j, __m512i zero_bytes, __m512i table) {
   __m512i q = _mm512_and_si512(_mm512_srli_epi16(line, (unsigned)(4 * j)), _mm512_set1_epi16(15));
-  return (__m512bh)_mm512_permutexvar_epi16(_mm512_sub_epi16(q, zero), table);
+  return (__m512bh)_mm512_permutexvar_epi16(_mm512_sub_epi8(q, zero_bytes), table);
 }
-/* ... for int4: q - zero, exact in f32. */
+/* ... for int4: q - zero (zero: f32), exact in f32. */
 MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_zero(__m512i line, unsigned shift, __m512 table, __m512 zero) {
   return _mm512_sub_ps(moe__b4_f32(line, shift, table), zero);
+}
+/* int4 q - zero of a whole 4-bit line, four nibbles a word at once: the nibbles of pairs 0 and 2
+ * (even) and 1 and 3 (odd) isolated in the low and high byte of each word, each column's zero point
+ * (zero_bytes: in every byte of its dword) subtracted bytewise, so a byte's low 5 bits are q - zero
+ * (-15..15, two's complement): 5 vector ops a line where pair by pair take 8, for two more live
+ * registers (the AMX staging, and the tiles of 1-2 rows: gen_tiles.py's MINUS_ROWS).
+ *
+ *   word of line:  n3 n2 n1 n0 (nibble j = pair j)     even: [n2 - z][n0 - z]   odd: [n3 - z][n1 - z] */
+MOE__AVX512_BASE MOE__INLINE void moe__b4_minus_zero(__m512i line, __m512i zero_bytes, __m512i *even, __m512i *odd) {
+  const __m512i nibble = _mm512_set1_epi8(15);
+  *even = _mm512_sub_epi8(_mm512_and_si512(line, nibble), zero_bytes);
+  *odd = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(line, 4), nibble), zero_bytes);
+}
+/* Pair j (0..3) of those as bf16 of 16 columns: vpermw reads a word's low 5 bits (the table's index). */
+MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_minus(__m512i even, __m512i odd, int j, __m512i table) {
+  const __m512i q = j & 1 ? odd : even;
+  return (__m512bh)_mm512_permutexvar_epi16(j & 2 ? _mm512_srli_epi16(q, 8) : q, table);
+}
+/* The f32 form: the byte at bit `shift` of every dword of even (or odd), q - zero as a 5-bit index
+ * into the 32-entry table (lo: 0..15, hi: -16..-1; vpermi2ps reads only the low 5 bits): exact. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_minus(__m512i q, unsigned shift, __m512 lo, __m512 hi) {
+  return _mm512_permutex2var_ps(lo, shift ? _mm512_srli_epi32(q, shift) : q, hi);
 }
 #endif
 #ifdef MOE__HAVE_AVX2
@@ -186,10 +211,10 @@ static inline MOE__INLINE void moe__tables_of(moe_precision p, moe__tables *t) {
     memcpy(&t->hi0, moe__e4m3_bf16_hi, 64), memcpy(&t->hi1, moe__e4m3_bf16_hi + 64, 64);
     memcpy(&t->lo0, moe__e4m3_bf16_lo, 64), memcpy(&t->lo1, moe__e4m3_bf16_lo + 64, 64);
   } else {
-    float v[16];
+    float v[32];
     memcpy(p == MOE_PREC_MXFP4 ? &t->hi0 : &t->lo0, p == MOE_PREC_MXFP4 ? moe__e2m1_bf16 : moe__int5_bf16, 64);
-    for (int c = 0; c < 16; c++) v[c] = p == MOE_PREC_MXFP4 ? moe_bf16_to_f32(moe__e2m1_bf16[c]) : (float)c;
-    memcpy(&t->f32, v, sizeof v);
+    for (int c = 0; c < 32; c++) v[c] = p == MOE_PREC_MXFP4 ? moe_bf16_to_f32(moe__e2m1_bf16[c % 16]) : (float)(c < 16 ? c : c - 32);
+    memcpy(&t->f32, v, 64), memcpy(&t->f32_hi, v + 16, 64);
   }
 }
 #endif
