@@ -280,14 +280,17 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
     int64_t valid; /* B rows of this step inside the codes */
     bt->t0 = b0, bt->t1 = b1, bt->stride = 64;
     switch (C->p) {
-    case MOE_PREC_FP8: /* one k pair per line, layout (b) */
+    case MOE_PREC_FP8: { /* one k pair per line, layout (b); the tables copied out of C, which the
+                            stores into C->b may alias, so they stay in registers (in cache 1.1x) */
+      const moe__tables tab = C->tab;
       valid = kpad / 2 - k0 / 2;
       for (int r = 0; r < 16; r++) {
         __m512bh c0 = (__m512bh)_mm512_setzero_si512(), c1 = c0;
-        if (r < valid) moe__fp8_line(codes + 64 * (size_t)(k0 / 2 + r), &C->tab, &c0, &c1);
+        if (r < valid) moe__fp8_line(codes + 64 * (size_t)(k0 / 2 + r), &tab, &c0, &c1);
         _mm512_store_si512(b0 + 64 * r, (__m512i)c0), _mm512_store_si512(b1 + 64 * r, (__m512i)c1);
       }
       break;
+    }
     case MOE_PREC_INT4_W4A16: case MOE_PREC_MXFP4: { /* 8 k per line pair, layout (c) */
       const int mx = C->p == MOE_PREC_MXFP4;
       const __m512i tab = mx ? C->tab.hi0 : C->tab.lo0, low15 = _mm512_set1_epi16(0x7FFF);
