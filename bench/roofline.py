@@ -65,13 +65,17 @@ def ceilings(rows):
 
 
 def decode_roofs(rows):
-    """{precision: median GB/s of its decode roof}: layer lines' decode_gbs, else kernel decode lines'."""
+    """{precision: median GB/s of its decode roof}: layer lines' decode_gbs, else the kernel decode
+    lines' of the largest thread count."""
     layer, kern = {}, {}
     for r in rows:
         if r.get("bench") == "layer" and r.get("decode_gbs"):
             layer.setdefault(r["precision"], []).append(r["decode_gbs"])
         elif r.get("bench") == "kernel" and r.get("mode") == "decode" and r.get("weight_gbs"):
-            kern.setdefault(r["precision"], []).append(r["weight_gbs"])
+            kern.setdefault(r["precision"], []).append((r.get("threads", 1), r["weight_gbs"]))
+    for p, v in kern.items():
+        most = max(t for t, _ in v)
+        kern[p] = [g for t, g in v if t == most]
     return {p: statistics.median(v) for p, v in {**kern, **layer}.items()}
 
 
