@@ -281,7 +281,7 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
     bt->t0 = b0, bt->t1 = b1, bt->stride = 64;
     switch (C->p) {
     case MOE_PREC_FP8: { /* one k pair per line, layout (b); the tables copied out of C, which the
-                            stores into C->b may alias, so they stay in registers (in cache 1.1x) */
+                            stores into C->b may alias, so they stay in registers (decode roof 1.3x) */
       const moe__tables tab = C->tab;
       valid = kpad / 2 - k0 / 2;
       for (int r = 0; r < 16; r++) {

@@ -127,8 +127,9 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_zero(__m512i line, unsigned shif
 /* int4 q - zero of a whole 4-bit line, four nibbles a word at once: the nibbles of pairs 0 and 2
  * (even) and 1 and 3 (odd) isolated in the low and high byte of each word, each column's zero point
  * (zero_bytes: in every byte of its dword) subtracted bytewise, so a byte's low 5 bits are q - zero
- * (-15..15, two's complement): 5 vector ops a line where pair by pair take 8, for two more live
- * registers (the AMX staging, and the tiles of 1-2 rows: gen_tiles.py's MINUS_ROWS).
+ * (-15..15, two's complement): 7 vector ops a line besides its 4 permutes, where pair by pair take
+ * 11, for two more live registers (the AMX staging, and the tiles of 1-2 rows: gen_tiles.py's
+ * MINUS_ROWS).
  *
  *   word of line:  n3 n2 n1 n0 (nibble j = pair j)     even: [n2 - z][n0 - z]   odd: [n3 - z][n1 - z] */
 MOE__AVX512_BASE MOE__INLINE void moe__b4_minus_zero(__m512i line, __m512i zero_bytes, __m512i *even, __m512i *odd) {

@@ -180,9 +180,10 @@ def line_loads(np):
     return "    const __m512i " + ", ".join(f"l{p}{h} = _mm512_load_si512(w{p} + 128 * (size_t)i_ + {64 * h})" for p in range(np) for h in range(2)) + ";"
 
 
-# INT4 tiles of up to MINUS_ROWS rows decode a whole line's q - zero at once (moe__b4_minus_zero: 5
-# ops a line instead of 8, two more live registers per line): in cache, one thread pair, 1-2 rows
-# 4-13 % faster; 4-row tiles, whose accumulators leave no room, 3-8 % slower, so they go pair by pair.
+# INT4 tiles of up to MINUS_ROWS rows decode a whole line's q - zero at once (moe__b4_minus_zero: 7
+# ops a line besides the permutes instead of 11, two more live registers per line): in cache, 2
+# threads, 1-2 rows 4-13 % faster; 4-row tiles, whose accumulators leave no room, 3-8 % slower, so
+# they go pair by pair.
 MINUS_ROWS = 2
 
 
