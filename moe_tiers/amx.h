@@ -307,14 +307,19 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
       valid = kpad / 8 - k0 / 8;
       for (int q = 0; q < 4; q++)
         for (int h = 0; h < 2; h++) {
+          uint8_t *rows = (h ? b1 : b0) + 256 * q; /* B-tile rows 4q .. 4q + 3: the line's pairs */
           const __m512i line = q < valid ? _mm512_load_si512(codes + 128 * (size_t)(k0 / 8 + q) + 64 * h) : _mm512_setzero_si512();
-          __m512i even = line, odd = line;
-          if (!mx) moe__b4_minus_zero(line, adj[h], &even, &odd);
-          for (int j = 0; j < 4; j++) {
-            __m512i v = (__m512i)(mx ? moe__b4_pair(line, j, tab) : moe__b4_pair_minus(even, odd, j, tab));
-            if (mx) v = _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, low15), v, adj[h]);
-            if (q >= valid) v = _mm512_setzero_si512();
-            _mm512_store_si512((h ? b1 : b0) + 64 * (4 * q + j), v);
+          if (q >= valid) {
+            for (int j = 0; j < 4; j++) _mm512_store_si512(rows + 64 * j, _mm512_setzero_si512());
+          } else if (mx) {
+            for (int j = 0; j < 4; j++) {
+              const __m512i v = (__m512i)moe__b4_pair(line, j, tab);
+              _mm512_store_si512(rows + 64 * j, _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, low15), v, adj[h]));
+            }
+          } else {
+            __m512i even, odd;
+            moe__b4_minus_zero(line, adj[h], &even, &odd);
+            for (int j = 0; j < 4; j++) _mm512_store_si512(rows + 64 * j, (__m512i)moe__b4_pair_minus(even, odd, j, tab));
           }
         }
       break;
