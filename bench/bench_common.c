@@ -40,6 +40,28 @@ size_t l2_cache_bytes(void) {
   return l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
 }
 
+int64_t units_per_expert(const moe_experts *ex, int gemm) {
+  return gemm == 1 ? (ex->N + MOE_NR - 1) / MOE_NR : (ex->K + 2 * MOE_NR - 1) / (2 * MOE_NR);
+}
+
+size_t unit_at(const moe_experts *ex, int gemm, int64_t u, moe_gemm_args *g) {
+  int64_t upe = units_per_expert(ex, gemm), e = u / upe, p = u % upe;
+  if (gemm == 1) {
+    g->w = ex->w13 + (size_t)(e * ex->panels13 + 2 * p) * ex->panel13_bytes;
+    g->nr = (int32_t)(ex->N - MOE_NR * p < MOE_NR ? ex->N - MOE_NR * p : MOE_NR);
+    return 2 * ex->panel13_bytes;
+  }
+  g->w = ex->w2 + (size_t)(e * ex->panels2 + 2 * p) * ex->panel2_bytes;
+  g->nr = (int32_t)(ex->K - 2 * MOE_NR * p < 2 * MOE_NR ? ex->K - 2 * MOE_NR * p : 2 * MOE_NR);
+  return (g->nr > MOE_NR ? 2 : 1) * ex->panel2_bytes;
+}
+
+int64_t cache_units(const moe_experts *ex, int gemm, size_t l2_bytes) {
+  moe_gemm_args g;
+  const int64_t n = (int64_t)(l2_bytes / 2 / unit_at(ex, gemm, 0, &g)), most = units_per_expert(ex, gemm);
+  return n < 1 ? 1 : n > most ? most : n;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

@@ -38,6 +38,13 @@ typedef struct stats {
 } stats;
 stats stats_of(const double *v, int n); /* n >= 1 */
 
+/* The kernels' units (bench_kernels, bench_decode.h): one call's panels, GEMM1 the gate and up panels
+ * of 32 h columns, GEMM2 two neighbouring output panels (64 columns; an expert's last may hold one),
+ * numbered across the experts in memory order. */
+int64_t units_per_expert(const moe_experts *ex, int gemm);
+size_t unit_at(const moe_experts *ex, int gemm, int64_t u, moe_gemm_args *g); /* points g at unit u (w, nr); its bytes */
+int64_t cache_units(const moe_experts *ex, int gemm, size_t l2_bytes); /* expert 0's first units filling half of L2 */
+
 /* Options shared by the benchmarks. */
 int parse_list(const char *s, int64_t *out, int max); /* "1,8,32": positive integers */
 const char *prec_name(moe_precision p);

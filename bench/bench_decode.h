@@ -31,68 +31,57 @@ static inline int decode_roof_available(moe_precision p) {
 }
 
 #ifdef MOE__HAVE_AMX
-/* Unit u of GEMM `gemm` (1: the gate and up panels of 32 columns; 2: two output panels) of expert 0:
- * the fields the staging reads. Returns the unit's packed bytes (codes and scales). */
-static size_t decode_unit(const moe_experts *ex, int gemm, int64_t u, moe_gemm_args *g) {
-  memset(g, 0, sizeof *g);
-  g->mr = MOE_BLOCK_M;
-  g->kgroup = moe__kgroup(ex->precision, ex->block_k, ex->group);
-  if (gemm == 1) {
-    g->w = ex->w13 + (size_t)(2 * u) * ex->panel13_bytes, g->panel_bytes = ex->panel13_bytes;
-    g->nr = MOE_NR, g->kred = ex->K, g->kpad = ex->k13_pad;
-    return 2 * ex->panel13_bytes;
-  }
-  g->w = ex->w2 + (size_t)(2 * u) * ex->panel2_bytes, g->panel_bytes = ex->panel2_bytes;
-  g->nr = (int32_t)(ex->K - 2 * MOE_NR * u < 2 * MOE_NR ? ex->K - 2 * MOE_NR * u : 2 * MOE_NR);
-  g->kred = ex->N, g->kpad = ex->k2_pad;
-  return (g->nr > MOE_NR ? 2 : 1) * ex->panel2_bytes;
-}
-
 typedef struct decode_job {
   const moe_experts *ex;
   int gemm;
-  int64_t units;   /* expert 0's units 0 .. units - 1, in turn */
-  double *gbs;     /* per thread: GB/s of its trial */
+  int64_t units;            /* expert 0's units 0 .. units - 1, in turn */
+  moe_gemm_args base;       /* every field the staging reads but w and nr */
+  moe__amx_call **calls;    /* per thread: its call and block buffer (the decoded tiles stay live) */
+  moe__amx_block_buf **bufs;
+  double *gbs;              /* per thread: GB/s of its trial */
 } decode_job;
 
 static void decode_task(void *arg, int64_t t) {
   const decode_job *j = (const decode_job *)arg;
-  moe__amx_call *C = (moe__amx_call *)aligned_alloc(64, (sizeof(moe__amx_call) + 63) / 64 * 64);
-  moe__amx_block_buf *buf = (moe__amx_block_buf *)aligned_alloc(64, sizeof(moe__amx_block_buf));
   double bytes = 0, t0 = now_s(), s;
-  if (!C || !buf) die("out of memory");
   do
     for (int64_t u = 0; u < j->units; u++) {
-      moe_gemm_args g;
-      const size_t b = decode_unit(j->ex, j->gemm, u, &g);
-      if (!moe__amx_stage_all(C, j->ex->precision, &g, j->gemm == 1, buf)) die("%s: the AMX tier does not take these panels",
-                                                                           prec_name(j->ex->precision));
-      bytes += (double)b;
+      moe_gemm_args g = j->base;
+      bytes += (double)unit_at(j->ex, j->gemm, u, &g);
+      if (!moe__amx_stage_all(j->calls[t], j->ex->precision, &g, j->gemm == 1, j->bufs[t]))
+        die("%s: the AMX tier does not take these panels", prec_name(j->ex->precision));
     }
   while ((s = now_s() - t0) < DECODE_TRIAL_S);
   j->gbs[t] = bytes / s / 1e9;
-  free(C), free(buf);
+}
+
+static void *decode_alloc(size_t n) {
+  void *p = aligned_alloc(64, (n + 63) / 64 * 64);
+  if (!p) die("out of memory");
+  return p;
 }
 #endif
 
 /* GB/s of packed weights (codes and scales) that all threads decode together: expert 0's first
- * GEMM `gemm` units up to half of l2_bytes per thread, each thread on its own and summed, the best
- * of `trials` trials (as the peaks are measured). 0 when decode_roof_available(p) is not. */
+ * GEMM `gemm` units up to half of l2_bytes per thread (cache_units), each thread on its own and
+ * summed, the best of `trials` trials (as the peaks are measured). 0 when decode_roof_available(p)
+ * is not. */
 static inline double decode_roof_gbs(bench_pool *pool, const moe_experts *ex, int gemm, size_t l2_bytes, int trials) {
   double best = 0;
 #ifdef MOE__HAVE_AMX
   const int threads = pool_threads(pool);
   decode_job j;
-  moe_gemm_args g;
   if (!decode_roof_available(ex->precision)) return 0;
-  j.ex = ex, j.gemm = gemm;
-  j.units = (int64_t)(l2_bytes / 2 / decode_unit(ex, gemm, 0, &g));
-  {
-    const int64_t per_expert = gemm == 1 ? (ex->N + MOE_NR - 1) / MOE_NR : (ex->K + 2 * MOE_NR - 1) / (2 * MOE_NR);
-    j.units = j.units < 1 ? 1 : j.units > per_expert ? per_expert : j.units;
-  }
-  j.gbs = (double *)calloc((size_t)threads, sizeof(double));
-  if (!j.gbs) die("out of memory");
+  memset(&j, 0, sizeof j);
+  j.ex = ex, j.gemm = gemm, j.units = cache_units(ex, gemm, l2_bytes);
+  j.base.mr = MOE_BLOCK_M, j.base.kgroup = moe__kgroup(ex->precision, ex->block_k, ex->group);
+  j.base.panel_bytes = gemm == 1 ? ex->panel13_bytes : ex->panel2_bytes;
+  j.base.kred = gemm == 1 ? ex->K : ex->N, j.base.kpad = gemm == 1 ? ex->k13_pad : ex->k2_pad;
+  j.calls = (moe__amx_call **)kit_malloc((size_t)threads * sizeof *j.calls);
+  j.bufs = (moe__amx_block_buf **)kit_malloc((size_t)threads * sizeof *j.bufs);
+  j.gbs = (double *)kit_malloc((size_t)threads * sizeof *j.gbs);
+  for (int t = 0; t < threads; t++)
+    j.calls[t] = (moe__amx_call *)decode_alloc(sizeof(moe__amx_call)), j.bufs[t] = (moe__amx_block_buf *)decode_alloc(sizeof(moe__amx_block_buf));
   for (int i = 0; i <= trials; i++) { /* the first trial brings the panels into cache */
     double sum = 0;
     pool_warm(pool);
@@ -100,7 +89,8 @@ static inline double decode_roof_gbs(bench_pool *pool, const moe_experts *ex, in
     for (int t = 0; t < threads; t++) sum += j.gbs[t];
     if (i > 0 && sum > best) best = sum;
   }
-  free(j.gbs);
+  for (int t = 0; t < threads; t++) free(j.calls[t]), free(j.bufs[t]);
+  free(j.calls), free(j.bufs), free(j.gbs);
 #else
   (void)pool, (void)ex, (void)gemm, (void)l2_bytes, (void)trials;
 #endif

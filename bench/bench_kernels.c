@@ -99,28 +99,7 @@ static options parse_options(int argc, char **argv) {
   return o;
 }
 
-/* ==== units: what one kernel call reads ============================================================
- * GEMM1: the gate and up panels of 32 h columns; GEMM2: two neighbouring output panels (64 columns;
- * the last unit of an expert may hold one). Units are numbered across the experts, in memory order. */
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-static int64_t units_per_expert(const moe_experts *ex, int gemm) {
-  return gemm == 1 ? cdiv(ex->N, MOE_NR) : cdiv(ex->K, 2 * MOE_NR);
-}
-
-/* Points g at unit u (w, nr) and returns the bytes it reads. */
-static size_t unit_at(const moe_experts *ex, int gemm, int64_t u, moe_gemm_args *g) {
-  int64_t upe = units_per_expert(ex, gemm), e = u / upe, p = u % upe;
-  if (gemm == 1) {
-    g->w = ex->w13 + (size_t)(e * ex->panels13 + 2 * p) * ex->panel13_bytes;
-    g->nr = (int32_t)(ex->N - MOE_NR * p < MOE_NR ? ex->N - MOE_NR * p : MOE_NR);
-    return 2 * ex->panel13_bytes;
-  }
-  g->w = ex->w2 + (size_t)(e * ex->panels2 + 2 * p) * ex->panel2_bytes;
-  g->nr = (int32_t)(ex->K - 2 * MOE_NR * p < 2 * MOE_NR ? ex->K - 2 * MOE_NR * p : 2 * MOE_NR);
-  return (g->nr > MOE_NR ? 2 : 1) * ex->panel2_bytes;
-}
-
+/* ==== units: what one kernel call reads (unit_at, bench_common.h) ================================ */
 /* Flops (ops for A8) of one call: GEMM1 computes gate and up. */
 static double unit_flops(int gemm, int32_t mr, int32_t nr, int64_t kred) {
   return 2.0 * mr * nr * (double)kred * (gemm == 1 ? 2 : 1);
@@ -295,8 +274,8 @@ static result measure_cache(const ctx *c, const moe_gemm_config *k, int gemm, co
   double *rate = (double *)kit_malloc((size_t)c->o->runs * sizeof *rate), pass_s, target;
   moe_gemm_args g;
   memset(&res, 0, sizeof res);
-  j.count = (int64_t)(c->o->l2_bytes / 2 / unit_at(ex, gemm, 0, &g));
-  j.count = j.count < 1 ? 1 : j.count > units_per_expert(ex, gemm) ? units_per_expert(ex, gemm) : j.count;
+  j.count = cache_units(ex, gemm, c->o->l2_bytes);
+  unit_at(ex, gemm, 0, &g); /* the first unit's columns */
   pass_s = job_run(c->pool, &j); /* also brings the set into every core's L2 */
   target = is_scalar(k) ? SLICE_S : c->o->cache_s;
   j.reps = pass_s < target ? (int64_t)(target / pass_s) : 1;

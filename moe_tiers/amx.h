@@ -294,7 +294,7 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
     case MOE_PREC_INT4_W4A16: case MOE_PREC_MXFP4: { /* 8 k per line pair, layout (c) */
       const int mx = C->p == MOE_PREC_MXFP4;
       const __m512i tab = mx ? C->tab.hi0 : C->tab.lo0, low15 = _mm512_set1_epi16(0x7FFF);
-      __m512i adj[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* INT4: zero bytes; MXFP4: exponent adds */
+      __m512i adj[2]; /* INT4: zero bytes; MXFP4: exponent adds */
       if (!mx)
         for (int h = 0; h < 2; h++) adj[h] = moe__lowbit_zero_bytes(L, k0 / C->kgroup, 2 * i + h);
       else
