@@ -163,8 +163,15 @@ MOE_API moe_status moe_shared_expert(const moe_experts *shared, const moe_call *
 MOE_API moe_status moe_shared_expert_workspace_size(const moe_experts *shared, const moe_call *call,
                                                     size_t *bytes);
 
-/* Convenience for engines that hand over logits: routes with *router and runs the experts (and the
- * shared expert in call->shared). call->topk_weights/topk_ids are ignored (routed into the
+/* moe_route on the caller's threads (par as the compute calls take it; NULL: as moe_route, OpenMP's
+ * threads when built with it): the tokens are split into parts, each routed on its own, so the
+ * result is bitwise moe_route's for any thread count and order; small calls stay on the calling
+ * thread. Same statuses, all before anything is written. */
+MOE_API moe_status moe_route_parallel(const moe_router *router, const void *logits, moe_dtype logit_type, int64_t M,
+                                      float *topk_weights, int32_t *topk_ids, const moe_parallel *par);
+
+/* Convenience for engines that hand over logits: routes with *router (moe_route_parallel) and runs
+ * the experts (and the shared expert in call->shared). call->topk_weights/topk_ids are ignored (routed into the
  * workspace); call->topk must equal router->topk. */
 MOE_API moe_status moe_forward_workspace_size(const moe_experts *ex, const moe_router *router,
                                               const moe_call *call, size_t *bytes);
@@ -953,6 +960,40 @@ MOE_API moe_status moe_shared_expert_workspace_size(const moe_experts *shared, c
   return MOE_OK;
 }
 
+/* A part of moe_route_parallel's tokens: [i * per, (i + 1) * per). */
+typedef struct moe__route_task {
+  const moe_router *router;
+  const uint8_t *logits;
+  moe_dtype type;
+  int64_t M, per;
+  float *w;
+  int32_t *ids;
+} moe__route_task;
+static inline void moe__route_part(void *arg, int64_t i) {
+  const moe__route_task *t = (const moe__route_task *)arg;
+  const int64_t m0 = i * t->per, n = t->M - m0 < t->per ? t->M - m0 : t->per, E = t->router->E, k = t->router->topk;
+  moe_route(t->router, t->logits + (size_t)(m0 * E) * moe__elt(t->type), t->type, n, t->w + m0 * k, t->ids + m0 * k);
+}
+
+MOE_API moe_status moe_route_parallel(const moe_router *router, const void *logits, moe_dtype logit_type, int64_t M,
+                                      float *topk_weights, int32_t *topk_ids, const moe_parallel *par) {
+  moe__route_task t;
+  const int64_t min_part = 16; /* tokens: a part is worth waking a thread for (~1 us per token, E = 128) */
+  int64_t parts;
+  moe_status st;
+  /* every check of moe_route first, nothing written: the parts cannot fail */
+  if (M < 0) return MOE_ERR_SHAPE;
+  if (M > 0 && (!router || !logits || !topk_weights || !topk_ids)) return MOE_ERR_NULL;
+  if ((st = moe_route(router, logits, logit_type, 0, topk_weights, topk_ids)) != MOE_OK || M == 0) return st;
+  if (M > INT64_MAX / router->E) return MOE_ERR_SHAPE;
+  parts = moe__threads(par);
+  parts = parts < moe__cdiv(M, min_part) ? parts : moe__cdiv(M, min_part);
+  t.router = router, t.logits = (const uint8_t *)logits, t.type = logit_type, t.M = M;
+  t.per = moe__cdiv(M, parts), t.w = topk_weights, t.ids = topk_ids;
+  moe__parallel_if(par, moe__route_part, &t, moe__cdiv(M, t.per), M * router->E);
+  return MOE_OK;
+}
+
 /* moe_forward's workspace: per chunk, the routing result, then the fused call's workspace. */
 static inline moe_status moe__forward_plan(const moe_experts *ex, const moe_router *router, const moe_call *call,
                                            moe_call *sub, size_t *route_bytes, size_t *fused_bytes) {
@@ -1000,7 +1041,7 @@ MOE_API moe_status moe_forward(const moe_experts *ex, const moe_router *router, 
   for (int64_t m0 = 0; m0 < call->M; m0 += chunk) {
     int64_t mc = call->M - m0 < chunk ? call->M - m0 : chunk;
     const uint8_t *lg = (const uint8_t *)logits + (size_t)(m0 * router->E) * moe__elt(logit_type);
-    st = moe_route(router, lg, logit_type, mc, (float *)ws, (int32_t *)(ws + rb));
+    st = moe_route_parallel(router, lg, logit_type, mc, (float *)ws, (int32_t *)(ws + rb), par);
     if (st != MOE_OK) return st; /* only the first chunk can fail: nothing was written yet */
     sub.M = mc;
     sub.x = (const uint8_t *)call->x + (size_t)(m0 * (call->ldx ? call->ldx : ex->K)) * moe__elt(call->dtype);

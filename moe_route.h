@@ -98,8 +98,8 @@ typedef struct moe__route_buf {
   float x[MOE__ROUTE_MAX_E];      /* logits in f32; sigmoid scores for the biased variant      */
   float key[MOE__ROUTE_MAX_E];    /* selection score of each expert                             */
   float gkey[MOE__ROUTE_MAX_E];   /* score of each group                                        */
-  int32_t top[MOE__ROUTE_MAX_E];  /* chosen experts, best first                                 */
-  int32_t gtop[MOE__ROUTE_MAX_E]; /* kept groups, best first                                    */
+  uint64_t top[MOE__ROUTE_MAX_E]; /* chosen experts' ranks, best first                          */
+  uint64_t gtop[MOE__ROUTE_MAX_E]; /* kept groups' ranks, best first                            */
 } moe__route_buf;
 
 /* Checked configuration: groups (n_group, kept) and the effective routed scaling factor. */
@@ -108,26 +108,31 @@ typedef struct moe__route_cfg {
   float rsf;
 } moe__route_cfg;
 
-/* (a, ia) ranks before (b, ib): the larger score first, NaN below every number, ties to the lower
- * id. A strict total order over distinct ids, so a selection never depends on visiting order. */
-static inline int moe__route_before(float a, int32_t ia, float b, int32_t ib) {
-  int na = a != a, nb = b != b;
-  if (na || nb) return na == nb ? ia < ib : nb;
-  return a > b || (a == b && ia < ib);
-}
-
-/* Offers id to top[0..n), kept sorted best first and capped at k entries; returns the new count. */
-static inline int32_t moe__topk_push(const float *key, int32_t *top, int32_t n, int32_t k, int32_t id) {
-  int32_t lo = 0, hi = n;
-  if (n == k && !moe__route_before(key[id], id, key[top[k - 1]], top[k - 1])) return n;
-  while (lo < hi) { /* first position that id ranks before */
-    int32_t mid = lo + (hi - lo) / 2;
-    if (moe__route_before(key[id], id, key[top[mid]], top[mid])) hi = mid;
-    else lo = mid + 1;
+/* The selection order as one integer, the larger first: the larger score, NaN below every number
+ * (-0 and +0 equal), ties to the lower id. A strict total order over distinct ids, so a selection
+ * never depends on visiting order; one integer compare per candidate.
+ *
+ *   bits 63..32: the score's bits made monotonic (NaN 0)   bits 31..0: ~id */
+static inline uint64_t moe__route_rank(float score, int32_t id) {
+  uint32_t u = 0;
+  if (score == score) {
+    score = score == 0.0f ? 0.0f : score;
+    memcpy(&u, &score, sizeof u);
+    u = u >> 31 ? ~u : u | 0x80000000u;
   }
-  if (n == k) n--; /* the last one drops out */
-  memmove(top + lo + 1, top + lo, (size_t)(n - lo) * sizeof *top);
-  top[lo] = id;
+  return (uint64_t)u << 32 | (uint32_t)~(uint32_t)id;
+}
+static inline int32_t moe__rank_id(uint64_t rank) { return (int32_t)~(uint32_t)rank; }
+
+/* Offers a rank to top[0..n), kept sorted best first and capped at k entries; returns the new count. */
+static inline int32_t moe__topk_push(uint64_t *top, int32_t n, int32_t k, uint64_t rank) {
+  int32_t i;
+  if (n == k) {
+    if (rank <= top[k - 1]) return n;
+    n--; /* the last one drops out */
+  }
+  for (i = n; i > 0 && top[i - 1] < rank; i--) top[i] = top[i - 1];
+  top[i] = rank;
   return n + 1;
 }
 
@@ -145,16 +150,16 @@ static inline void moe__softmax(const float *x, int32_t n, float *p) {
 }
 
 /* Score of the group key[lo .. lo+n): its best key (DeepSeek-V2) or, with top2, the sum of its best
- * two (DeepSeek-V3; a one-expert group scores its only key). "Best" follows moe__route_before. */
+ * two (DeepSeek-V3; a one-expert group scores its only key). "Best" follows moe__route_rank. */
 static inline float moe__group_score(const float *key, int32_t lo, int32_t n, int top2) {
-  int32_t b1 = lo, b2 = -1, e;
+  uint64_t b1 = moe__route_rank(key[lo], lo), b2 = 0, r;
+  int32_t e;
   for (e = lo + 1; e < lo + n; e++) {
-    if (moe__route_before(key[e], e, key[b1], b1)) {
-      b2 = b1;
-      b1 = e;
-    } else if (b2 < 0 || moe__route_before(key[e], e, key[b2], b2)) b2 = e;
+    r = moe__route_rank(key[e], e);
+    if (r > b1) b2 = b1, b1 = r;
+    else if (r > b2) b2 = r;
   }
-  return top2 && b2 >= 0 ? key[b1] + key[b2] : key[b1];
+  return top2 && n > 1 ? key[moe__rank_id(b1)] + key[moe__rank_id(b2)] : key[moe__rank_id(b1)];
 }
 
 static inline void moe__load_logits(const void *logits, moe_dtype t, int64_t off, int32_t n, float *x) {
@@ -186,14 +191,15 @@ static inline void moe__route_scores(const moe_router *cfg, moe__route_buf *b) {
 static inline void moe__route_select(const moe_router *cfg, const moe__route_cfg *c, moe__route_buf *b) {
   int32_t gsize = cfg->E / c->G, n = 0, ng = 0, g, e;
   if (c->TG == c->G) { /* every group kept: no group scores needed */
-    for (e = 0; e < cfg->E; e++) n = moe__topk_push(b->key, b->top, n, cfg->topk, e);
+    for (e = 0; e < cfg->E; e++) n = moe__topk_push(b->top, n, cfg->topk, moe__route_rank(b->key[e], e));
     return;
   }
   for (g = 0; g < c->G; g++)
     b->gkey[g] = moe__group_score(b->key, g * gsize, gsize, cfg->kind == MOE_ROUTE_BIASED_GROUPED);
-  for (g = 0; g < c->G; g++) ng = moe__topk_push(b->gkey, b->gtop, ng, c->TG, g);
+  for (g = 0; g < c->G; g++) ng = moe__topk_push(b->gtop, ng, c->TG, moe__route_rank(b->gkey[g], g));
   for (g = 0; g < c->TG; g++)
-    for (e = b->gtop[g] * gsize; e < (b->gtop[g] + 1) * gsize; e++) n = moe__topk_push(b->key, b->top, n, cfg->topk, e);
+    for (e = moe__rank_id(b->gtop[g]) * gsize; e < (moe__rank_id(b->gtop[g]) + 1) * gsize; e++)
+      n = moe__topk_push(b->top, n, cfg->topk, moe__route_rank(b->key[e], e));
 }
 
 /* Writes the chosen ids and weights: softmax probability, sigmoid(logit) or the unbiased sigmoid
@@ -203,7 +209,7 @@ static inline void moe__route_output(const moe_router *cfg, const moe__route_cfg
   float sum = 0.0f, scale;
   int32_t j;
   for (j = 0; j < cfg->topk; j++) {
-    int32_t id = b->top[j];
+    int32_t id = moe__rank_id(b->top[j]);
     ids[j] = id;
     w[j] = cfg->kind == MOE_ROUTE_SIGMOID ? moe__sigmoid(b->x[id])
            : cfg->kind == MOE_ROUTE_BIASED_GROUPED ? b->x[id] : b->key[id];

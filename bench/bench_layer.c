@@ -281,8 +281,9 @@ static double ours_timed(const ours *o, const layer_case *c, moe_stats *phases) 
   return now_s() - t0;
 }
 
-/* Routing M tokens from random f32 logits (top-k softmax, renormalized), the step before the layer. */
-static double route_timed(const layer_case *c) {
+/* Routing M tokens from random f32 logits (top-k softmax, renormalized), the step before the layer,
+ * on the run's threads as moe_forward routes (moe_route_parallel). */
+static double route_timed(const layer_case *c, const moe_parallel *par) {
   moe_router r;
   float *logits = (float *)kit_malloc((size_t)(c->M * c->E) * sizeof(float));
   float *w = (float *)kit_malloc((size_t)(c->M * c->topk) * sizeof(float));
@@ -292,8 +293,9 @@ static double route_timed(const layer_case *c) {
   memset(&r, 0, sizeof r);
   r.E = (int32_t)c->E, r.topk = c->topk, r.renormalize = 1;
   for (int64_t i = 0; i < c->M * c->E; i++) logits[i] = (float)(4.0 * kit_uniform(&g) - 2.0);
+  pool_warm((bench_pool *)par->pool);
   t0 = now_s();
-  if (moe_route(&r, logits, MOE_F32, c->M, w, ids) != MOE_OK) die("moe_route failed");
+  if (moe_route_parallel(&r, logits, MOE_F32, c->M, w, ids, par) != MOE_OK) die("moe_route_parallel failed");
   t = now_s() - t0;
   free(logits), free(w), free(ids);
   return t;
@@ -323,7 +325,7 @@ typedef struct measurement {
   double round_s;                      /* one round, as the untimed pass took it */
   double *probe_gbs, *ours_s, *peer_s; /* per round */
   moe_stats phases;                    /* our layer's phase times, summed over the rounds */
-  double route_s;                      /* moe_route on [M, E] logits, summed over the rounds */
+  double route_s;                      /* moe_route_parallel on [M, E] logits, summed over the rounds */
   double *bytes;                       /* per round: weight bytes of the experts its routing hit */
   double peer_rel_err;
 } measurement;
@@ -370,7 +372,7 @@ static measurement measure(const bench_ctx *b, const ours *o, peer *P, layer_cas
     if (P && i % 2) sleep_s(SETTLE_S), r.peer_s[i] = peer_timed(P, c);
     sleep_s(SETTLE_S);
     r.ours_s[i] = ours_timed(o, c, &r.phases);
-    r.route_s += route_timed(c);
+    r.route_s += route_timed(c, &o->par);
     if (P && i % 2 == 0) sleep_s(SETTLE_S), r.peer_s[i] = peer_timed(P, c);
   }
   return r;

@@ -192,6 +192,60 @@ static void test_many_rows(moe_precision p, uint64_t seed) {
   free(out);
 }
 
+/* moe_route_parallel: bitwise moe_route for every pool (none, 1 thread, 3 reversed, 7 dynamic) and
+ * size (one part, many); statuses before anything is written. Logits with ties and NaN. */
+static void test_route_parallel(void) {
+  enum { RM = 1000, RE = 256, RK = 8 };
+  static const int64_t sizes[] = {RM, 37, 1};
+  float *lg = (float *)test_malloc(sizeof(float) * RM * RE), bias[RE];
+  float w_ref[RM * RK + 1], w[RM * RK + 1];
+  int32_t ids_ref[RM * RK + 1], ids[RM * RK + 1];
+  kit_rng r = {77};
+  moe_router cfg[2];
+  for (int i = 0; i < RM * RE; i++) {
+    const double u = kit_uniform(&r);
+    lg[i] = u < 0.01 ? NAN : u < 0.3 ? (float)kit_randint(&r, 4) : (float)kit_normal(&r);
+  }
+  for (int e = 0; e < RE; e++) bias[e] = (float)(0.1 * kit_normal(&r));
+  memset(cfg, 0, sizeof cfg);
+  cfg[0].E = 128, cfg[0].topk = RK, cfg[0].renormalize = 1; /* softmax, E 128 */
+  cfg[1].kind = MOE_ROUTE_BIASED_GROUPED, cfg[1].E = RE, cfg[1].topk = RK, cfg[1].n_group = 8, cfg[1].topk_group = 4;
+  cfg[1].correction_bias = bias, cfg[1].routed_scaling_factor = 2.5f, cfg[1].renormalize = 1;
+  for (int k = 0; k < 2; k++)
+    for (int si = 0; si < 3; si++) {
+      const int64_t M = sizes[si], n = M * RK;
+      CHECK(moe_route(&cfg[k], lg, MOE_F32, M, w_ref, ids_ref) == MOE_OK, "route kind %d", k);
+      for (int v = 0; v < 4; v++) {
+        orc_pool pp;
+        moe_parallel par;
+        moe_status st;
+        memset(&par, 0, sizeof par);
+        if (v) {
+          orc_pool_start(&pp, v == 1 ? 1 : v == 2 ? 3 : 7, v == 2 ? ORC_ORDER_REVERSED : v == 3 ? ORC_ORDER_DYNAMIC : ORC_ORDER_STRIDED);
+          par.parallel_for = orc_pool_parallel_for, par.pool = &pp, par.n_threads = pp.n_threads;
+        }
+        test_poison(w, sizeof w), test_poison(ids, sizeof ids);
+        st = moe_route_parallel(&cfg[k], lg, MOE_F32, M, w, ids, v ? &par : NULL);
+        if (v) orc_pool_stop(&pp);
+        CHECK(st == MOE_OK, "route_parallel kind %d M %lld pool %d: %s", k, (long long)M, v, moe_status_str(st));
+        CHECK(!memcmp(w, w_ref, (size_t)n * sizeof *w) && !memcmp(ids, ids_ref, (size_t)n * sizeof *ids),
+              "route_parallel kind %d M %lld pool %d: differs from moe_route", k, (long long)M, v);
+        CHECK(test_untouched(w + n, sizeof *w) && test_untouched(ids + n, sizeof *ids),
+              "route_parallel kind %d M %lld pool %d: wrote past the end", k, (long long)M, v);
+      }
+    }
+  /* bad calls: a status, nothing written */
+  test_poison(w, sizeof w), test_poison(ids, sizeof ids);
+  CHECK(moe_route_parallel(NULL, lg, MOE_F32, 5, w, ids, NULL) == MOE_ERR_NULL, "route_parallel: NULL router");
+  CHECK(moe_route_parallel(&cfg[0], lg, MOE_F32, -1, w, ids, NULL) == MOE_ERR_SHAPE, "route_parallel: M < 0");
+  CHECK(moe_route_parallel(&cfg[0], lg, MOE_F32, 5, w, NULL, NULL) == MOE_ERR_NULL, "route_parallel: NULL ids");
+  CHECK(moe_route_parallel(NULL, NULL, MOE_F32, 0, NULL, NULL, NULL) == MOE_OK, "route_parallel: M 0");
+  cfg[1].topk_group = 9;
+  CHECK(moe_route_parallel(&cfg[1], lg, MOE_F32, RM, w, ids, NULL) == MOE_ERR_ARG, "route_parallel: bad groups");
+  CHECK(test_untouched(w, sizeof w) && test_untouched(ids, sizeof ids), "route_parallel: a bad call wrote");
+  free(lg);
+}
+
 /* Option --quick: the best tier only (the sanitized runs: ThreadSanitizer checks the experts'
  * region, which every tier shares). */
 int main(int argc, char **argv) {
@@ -210,5 +264,6 @@ int main(int argc, char **argv) {
       }
     }
   moe_set_isa(MOE_ISA_COUNT); /* out of range: no cap */
+  test_route_parallel();
   return test_finish("test_determinism");
 }

@@ -35,12 +35,6 @@ static uint8_t *poisoned(size_t n) {
   test_poison(p, n);
   return p;
 }
-static int untouched(const void *p, size_t n) {
-  const uint8_t *b = (const uint8_t *)p;
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != 0xFF) return 0;
-  return 1;
-}
 /* a copy of n bytes at an odd address: the importers read checkpoint tensors at any alignment */
 static void *odd_copy(const void *src, size_t n) {
   uint8_t *p = (uint8_t *)test_malloc(n + 1);
@@ -250,8 +244,8 @@ static void check_int4(const char *what, const int4_mat *m, int64_t dst_rows, in
   for (int64_t d = 0; d < dst_rows; d++) {
     int64_t o = d - row0;
     if (o < 0 || o >= rows) {
-      bad_out += !untouched(q + d * rb, (size_t)rb) + !untouched(s + d * ng, 4 * (size_t)ng) +
-                 !untouched(z + d * ng, (size_t)ng);
+      bad_out += !test_untouched(q + d * rb, (size_t)rb) + !test_untouched(s + d * ng, 4 * (size_t)ng) +
+                 !test_untouched(z + d * ng, (size_t)ng);
       continue;
     }
     for (int64_t g = 0; g < ng; g++) {
@@ -433,9 +427,9 @@ static void check_fp8(const char *what, const fp8_mat *m, int64_t dst_rows, int6
   for (int64_t d = 0; d < dst_rows; d++) {
     int64_t o = d - row0;
     if (o < 0 || o >= m->rows) {
-      bad_out += !untouched(q + d * cols, (size_t)cols);
+      bad_out += !test_untouched(q + d * cols, (size_t)cols);
       if (d % m->bn == 0 && (d < row0 || d >= row0 + m->nrb * m->bn))
-        bad_out += !untouched(s + (d / m->bn) * ncb, 4 * (size_t)ncb);
+        bad_out += !test_untouched(s + (d / m->bn) * ncb, 4 * (size_t)ncb);
       continue;
     }
     if (o % m->bn == 0)
@@ -568,7 +562,7 @@ static void check_mx(const char *what, const mx_mat *m, int64_t dst_rows, int64_
   for (int64_t d = 0; d < dst_rows; d++) {
     int64_t o = d - row0;
     if (o < 0 || o >= m->rows) {
-      bad_out += !untouched(q + d * rb, (size_t)rb) + !untouched(e + d * nb, (size_t)nb);
+      bad_out += !test_untouched(q + d * rb, (size_t)rb) + !test_untouched(e + d * nb, (size_t)nb);
       continue;
     }
     for (int64_t g = 0; g < nb; g++) bad_e += e[d * nb + g] != m->e[o * nb + g];
@@ -634,7 +628,7 @@ static void test_bias(void) {
       CHECK(st == MOE_OK, "bias %s: %s", dname(types[ti]), moe_status_str(st));
       for (int64_t i = 0; i < n; i++) bad += !((double)dst[i] == known[i]) || known[i] == 0;
       CHECK(!bad, "bias %s interleaved %d: %lld elements differ", dname(types[ti]), il, (long long)bad);
-      CHECK(untouched(dst + n, 4), "bias %s: wrote past n", dname(types[ti]));
+      CHECK(test_untouched(dst + n, 4), "bias %s: wrote past n", dname(types[ti]));
       odd_free(b), free(src), free(known), free(dst);
     }
 }
@@ -863,7 +857,7 @@ typedef struct outs {
   size_t na, nb, nc;
 } outs;
 static void outs_poison(outs *o) { test_poison(o->a, o->na), test_poison(o->b, o->nb), test_poison(o->c, o->nc); }
-static int outs_untouched(const outs *o) { return untouched(o->a, o->na) && untouched(o->b, o->nb) && untouched(o->c, o->nc); }
+static int outs_untouched(const outs *o) { return test_untouched(o->a, o->na) && test_untouched(o->b, o->nb) && test_untouched(o->c, o->nc); }
 static void expect(outs *o, moe_status got, moe_status want, const char *what) {
   CHECK(got == want, "%s: got %s (%d), want %s", what, moe_status_str(got), (int)got, moe_status_str(want));
   CHECK(outs_untouched(o), "%s: an output was written on error", what);

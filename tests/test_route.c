@@ -8,14 +8,6 @@ static int n_near_ties = 0; /* id differences accepted because f32 cannot separa
 static int n_zero_ties = 0; /* the same among scores that underflow f32 (one-hot softmax)      */
 static int n_tokens = 0;
 
-static int untouched(const void *p, size_t n) {
-  const unsigned char *c = (const unsigned char *)p;
-  size_t i;
-  for (i = 0; i < n; i++)
-    if (c[i] != 0xFF) return 0;
-  return 1;
-}
-
 /* ---- reference routing in double ------------------------------------------------------------- */
 static const double *ref_key;
 static int ref_cmp(const void *a, const void *b) {
@@ -142,7 +134,7 @@ static void run_case(const moe_router *c, int64_t M, moe_dtype t, int gen, doubl
   test_poison(ids, (size_t)(M * c->topk + 1) * sizeof *ids);
   st = moe_route(c, logits, t, M, w, ids);
   CHECK(st == MOE_OK, "%s: status %d", what, (int)st);
-  CHECK(untouched(w + M * c->topk, sizeof *w) && untouched(ids + M * c->topk, sizeof *ids), "%s: wrote past the end",
+  CHECK(test_untouched(w + M * c->topk, sizeof *w) && test_untouched(ids + M * c->topk, sizeof *ids), "%s: wrote past the end",
         what);
   for (m = 0; st == MOE_OK && m < M && test_failures < 40; m++) {
     ref_route_token(c, x + m * c->E, key, val, iref);
@@ -239,6 +231,19 @@ static void test_ties(kit_rng *r) {
     }
 }
 
+/* -0 and +0 are equal scores: ties to the lower id, whichever sign each has (sigmoid ranks logits). */
+static void test_signed_zero(void) {
+  enum { E = 16, K = 6 };
+  float x[E], w[K];
+  int32_t ids[K];
+  moe_router c = router(MOE_ROUTE_SIGMOID, E, K, 0, 0, NULL);
+  for (int e = 0; e < E; e++) x[e] = e % 3 ? 0.0f : -0.0f;
+  x[9] = 1.0f;
+  CHECK(moe_route(&c, x, MOE_F32, 1, w, ids) == MOE_OK, "signed zero: status");
+  CHECK(ids[0] == 9, "signed zero: the one positive first, got %d", (int)ids[0]);
+  for (int j = 1; j < K; j++) CHECK(ids[j] == j - 1, "signed zero: j=%d id %d, want %d", j, (int)ids[j], j - 1);
+}
+
 /* NaN and infinite logits (and a NaN bias): no crash, ids distinct and in range; sigmoid ranks
  * every number above NaN, so it picks the best numbers first. */
 static void test_nan(kit_rng *r) {
@@ -301,7 +306,7 @@ static void test_route_errors(void) {
   do {                                                                                                  \
     moe_status s_ = moe_route(cfg, lg, t, M, ww, ii);                                                   \
     CHECK(s_ == (want), "route status %d (%s), expected %d", (int)s_, moe_status_str(s_), (int)(want)); \
-    CHECK(untouched(w, sizeof w) && untouched(ids, sizeof ids), "route error wrote outputs");            \
+    CHECK(test_untouched(w, sizeof w) && test_untouched(ids, sizeof ids), "route error wrote outputs");            \
   } while (0)
   ROUTE_EXPECT(NULL, logits, MOE_F32, 2, w, ids, MOE_ERR_NULL);
   ROUTE_EXPECT(&c, NULL, MOE_F32, 2, w, ids, MOE_ERR_NULL);
@@ -377,7 +382,7 @@ static void check_sort(const int32_t *ids, int64_t M, int32_t topk, int32_t E, c
     pos += blocks * bm;
   }
   CHECK(nb == b, "n_blocks %lld, expected %lld", (long long)nb, (long long)b);
-  CHECK((size_t)pos <= cap && untouched(sorted + cap, 4) && untouched(be + nbmax, 4) && untouched(br + nbmax, 4),
+  CHECK((size_t)pos <= cap && test_untouched(sorted + cap, 4) && test_untouched(be + nbmax, 4) && test_untouched(br + nbmax, 4),
         "sort wrote past its capacity");
 done:
   free(scratch), free(sorted), free(be), free(br);
@@ -429,8 +434,8 @@ static void test_sort_errors(void) {
     s_ = moe_sort_slots(__VA_ARGS__);                                                                   \
     CHECK(s_ == (want), "sort status %d (%s), expected %d", (int)s_, moe_status_str(s_), (int)(want));   \
     if ((want) != MOE_OK)                                                                               \
-      CHECK(untouched(sorted, sizeof sorted) && untouched(be, sizeof be) && untouched(br, sizeof br) &&   \
-                untouched(&nb, sizeof nb),                                                              \
+      CHECK(test_untouched(sorted, sizeof sorted) && test_untouched(be, sizeof be) && test_untouched(br, sizeof br) &&   \
+                test_untouched(&nb, sizeof nb),                                                              \
             "sort error wrote outputs");                                                                \
   } while (0)
   SORT_EXPECT(MOE_OK, ids, 4, 3, 6, NULL, 6, 4, scratch, sorted, be, br, &nb);
@@ -505,6 +510,7 @@ int main(void) {
   test_grouped(&r);
   test_biased(&r);
   test_ties(&r);
+  test_signed_zero();
   test_nan(&r);
   test_route_errors();
   test_sort(&r);

@@ -29,6 +29,13 @@ static int test_failures = 0;
 static inline void *test_malloc(size_t n) { return kit_malloc(n); }
 /* Fill with a byte pattern that is NaN as f32, bf16 and fp16 (0xFF..): an unwritten element fails. */
 static inline void test_poison(void *p, size_t n) { memset(p, 0xFF, n); }
+/* 1 when all n bytes still hold the poison (nothing was written there). */
+static inline int test_untouched(const void *p, size_t n) {
+  const unsigned char *c = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++)
+    if (c[i] != 0xFF) return 0;
+  return 1;
+}
 
 /* ||a - b|| / ||b||, NaN when any element of a is NaN or Inf (NaN never passes) */
 static inline double test_rel_err(const double *a, const double *b, size_t n) {

@@ -116,6 +116,7 @@ static void run_layer(const moe_experts *ex, const moe_experts *shared) {
   c.shared = shared, c.stats = &stats;
   stats.clock = seconds;
   par.parallel_for = serial_reverse, par.n_threads = 1;
+  EXPECT_OK(moe_route_parallel(&r, logits, MOE_F32, M, tw, ids, &par));
   EXPECT_OK(moe_workspace_size(ex, &c, &bytes));
   EXPECT(bytes <= sizeof ws);
   EXPECT_OK(moe_fused_experts(ex, &c, ws, bytes, NULL));
