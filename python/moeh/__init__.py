@@ -1100,9 +1100,10 @@ class Router:
             raise ValueError("logits have shape %s: the last axis must be E = %d" % (lg.shape, self.E))
         return t, lg
 
-    def route(self, logits, dtype=None):
+    def route(self, logits, dtype=None, threads=None):
         """logits [..., E] (float32, float16 or bf16 bits) -> (weights float32 [..., topk], ids int32
-        [..., topk]), best first."""
+        [..., topk]), best first; on `threads` threads (moe_route_parallel; None: OpenMP's default),
+        the same bits for any count."""
         t, lg = self._logits(logits, dtype)
         lead = lg.shape[:-1]
         M = int(np.prod(lead, dtype=np.int64))
@@ -1111,19 +1112,20 @@ class Router:
         else:
             w = np.empty(lead + (self.topk,), np.float32)
             ids = np.empty(lead + (self.topk,), np.int32)
-        _check(_L.moe_route(ctypes.byref(self._r), _ptr(lg), int(t), M, _ptr(w), _ptr(ids)), "moe_route")
+        _check(_L.moe_route_parallel(ctypes.byref(self._r), _ptr(lg), int(t), M, _ptr(w), _ptr(ids), _parallel(threads)),
+               "moe_route")
         return w, ids
 
 
 def route(logits, topk, kind="softmax", *, renormalize=False, n_group=0, topk_group=0, routed_scaling_factor=None,
-          correction_bias=None, dtype=None):
-    """Routes logits [..., E] to (weights float32 [..., topk], ids int32 [..., topk]) (moe_route)."""
+          correction_bias=None, dtype=None, threads=None):
+    """Routes logits [..., E] to (weights float32 [..., topk], ids int32 [..., topk]) (moe_route_parallel)."""
     lg = np.asarray(logits)
     if lg.ndim < 1:
         raise ValueError("logits must be [..., E]")
     r = Router(lg.shape[-1], topk, kind, renormalize=renormalize, n_group=n_group, topk_group=topk_group,
                routed_scaling_factor=routed_scaling_factor, correction_bias=correction_bias)
-    return r.route(lg, dtype)
+    return r.route(lg, dtype, threads)
 
 
 def forward(experts, router, logits, x, *, logits_dtype=None, act="silu", alpha=None, limit=None, shared=None,

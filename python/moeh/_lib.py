@@ -170,6 +170,7 @@ _PROTOTYPES = {
     "moe_import_mxfp4": (_status, [_P, _P, c_int64, c_int64, c_int, _P, _P, c_int64, c_int64]),
     "moe_import_bias": (_status, [_P, c_int, c_int64, c_int, _P]),
     "moe_route": (_status, [POINTER(moe_router), _P, c_int, c_int64, _P, _P]),
+    "moe_route_parallel": (_status, [POINTER(moe_router), _P, c_int, c_int64, _P, _P, POINTER(moe_parallel)]),
     "moe_expert_map_contiguous": (_status, [c_int32, c_int32, c_int32, _P, _P]),
     "moe_experts_size": (c_size_t, []),
     "moe_pack_size": (c_size_t, [POINTER(moe_weights)]),

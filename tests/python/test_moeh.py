@@ -469,6 +469,18 @@ def test_route(kind, kw):
     assert wh.shape == (M, topk)
 
 
+def test_route_threads():
+    """moe_route_parallel: 1, 3 threads and OpenMP's default give moe_route's bits (a call large enough to split)."""
+    rng = np.random.default_rng(6)
+    logits = rng.standard_normal((700, 128)).astype(np.float32)
+    logits[::7, ::5] = np.round(logits[::7, ::5])  # exact ties too
+    r = moeh.Router(128, 8, "softmax", renormalize=True)
+    w0, ids0 = r.route(logits, threads=1)
+    for threads in (3, None):
+        w, ids = r.route(logits, threads=threads)
+        assert np.array_equal(ids, ids0) and np.array_equal(w.view(np.uint32), w0.view(np.uint32))
+
+
 @pytest.mark.parametrize("prec", ["bf16", "fp8", "int4-w4a8"])
 def test_forward_matches_route_then_experts(prec):
     rng = np.random.default_rng(21)
