@@ -82,8 +82,9 @@ while [ "$r" -le "$rounds" ]; do
   step decode bench/bench_kernels --kernel __amx --threads "$threads" --runs 9
   # 3. The layer: every precision, decode to prefill, on the tiles.
   step layer bench/bench_layer --model qwen3-30b-a3b --precision all --m 1,32,128,512,2048 --threads "$threads" --quick --isa "$isa"
-  # 4. Intel's f32 rows of the 4-bit formats (M = 1 runs them): one row streaming, 1 and 2 rows in cache.
-  step rows1 bench/bench_kernels --kernel avx512fma --rows 1 --threads "$threads" --quick
+  # 4. Decode's kernels (AVX-512: M = 1 runs them; Intel's f32 rows for W4A16 and MXFP4): every
+  #    precision one row streaming and in cache, the f32 rows also at 2 rows.
+  step rows1 bench/bench_kernels --isa avx512 --rows 1 --threads "$threads" --quick
   step rows2 bench/bench_kernels --kernel avx512fma --rows 2 --threads "$threads" --quick
   # 5. What the weight stream adds to the tiles (M = 512 and 2048's rows per expert).
   if [ "$isa" = amx ]; then
