@@ -887,16 +887,9 @@ std::tuple<Tensor, Tensor> route(const Tensor &hidden_states, const Tensor &gati
   check_status(moe_route(&r, g.data_ptr(), t, 0, nullptr, nullptr),
                "moe_route (the routing configuration for gating_output's experts)");
   Tensor w = at::empty({M, (int64_t)r.topk}, at::kFloat), ids = at::empty({M, (int64_t)r.topk}, at::kInt);
-  float *wp = w.data_ptr<float>();
-  int32_t *ip = ids.data_ptr<int32_t>();
-  const uint8_t *lp = (const uint8_t *)g.data_ptr();
-  const size_t row = (size_t)E * g.element_size();
-  std::atomic<int> failed{0};
-  at::parallel_for(0, M, 16, [&](int64_t begin, int64_t end) {
-    moe_status st = moe_route(&r, lp + (size_t)begin * row, t, end - begin, wp + begin * r.topk, ip + begin * r.topk);
-    if (st != MOE_OK) failed.store((int)st);
-  });
-  check_status((moe_status)failed.load(), "moe_route");
+  moe_parallel par = torch_pool();
+  check_status(moe_route_parallel(&r, g.data_ptr(), t, M, w.data_ptr<float>(), ids.data_ptr<int32_t>(), &par),
+               "moe_route");
   return std::make_tuple(w, ids);
 }
 
