@@ -9,13 +9,19 @@
  *                                                                   subnormals, ties), zero past the input
  * The outputs sit between guard regions. Beyond the sanitizers it checks what moe_route.h promises:
  * nothing outside the outputs is written; on an error status nothing at all is; on MOE_OK every id is
- * in [0, E) and a token's ids are distinct, whatever the logits (NaN ranks below every number).
+ * in [0, E) and a token's ids are distinct, whatever the logits (NaN ranks below every number). And
+ * moe_route_parallel (a pool that runs the parts in reverse) returns the same status and bits.
  *
  * Build: tests/fuzz/run_fuzz.sh (clang -fsanitize=fuzzer,address,undefined). */
 #define FUZZ_NAME "fuzz_route"
 #include "fuzz_common.h" /* first: _POSIX_C_SOURCE, moe.h's implementation */
 
 #define GUARD 16 /* elements of poison on each side of an output */
+
+static void reverse_for(void *pool, void (*fn)(void *, int64_t), void *arg, int64_t n) {
+  (void)pool;
+  for (int64_t i = n - 1; i >= 0; i--) fn(arg, i);
+}
 
 static float fuzz_f32(const uint8_t *p) {
   float f;
@@ -77,6 +83,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           FUZZ_CHECK(id >= 0 && id < r.E, "token %lld slot %d: id %d outside [0, %d)", (long long)m, j, id, r.E);
           for (int32_t i = 0; i < j; i++) FUZZ_CHECK(ids[GUARD + m * r.topk + i] != id, "token %lld: id %d twice", (long long)m, id);
         }
+    }
+    { /* the parallel form: same status, same bits, nothing else written */
+      const moe_parallel par = {reverse_for, NULL, 3};
+      float *w2 = (float *)malloc(n_out * sizeof *w);
+      int32_t *ids2 = (int32_t *)malloc(n_out * sizeof *ids);
+      moe_status st2;
+      FUZZ_CHECK(w2 && ids2, "malloc");
+      memcpy(w2, w_ref, n_out * sizeof *w), memcpy(ids2, ids_ref, n_out * sizeof *ids);
+      st2 = moe_route_parallel(&r, logits, dt, M, w2 + GUARD, ids2 + GUARD, &par);
+      FUZZ_CHECK(st2 == st, "moe_route_parallel: status %d, moe_route %d", (int)st2, (int)st);
+      FUZZ_CHECK(!memcmp(w2, w, n_out * sizeof *w) && !memcmp(ids2, ids, n_out * sizeof *ids),
+                 "moe_route_parallel: outputs differ from moe_route's");
+      free(w2), free(ids2);
     }
   }
   fuzz_sink ^= (uint8_t)st;
