@@ -170,9 +170,9 @@ MOE_API moe_status moe_shared_expert_workspace_size(const moe_experts *shared, c
 MOE_API moe_status moe_route_parallel(const moe_router *router, const void *logits, moe_dtype logit_type, int64_t M,
                                       float *topk_weights, int32_t *topk_ids, const moe_parallel *par);
 
-/* Convenience for engines that hand over logits: routes with *router (moe_route_parallel) and runs
- * the experts (and the shared expert in call->shared). call->topk_weights/topk_ids are ignored (routed into the
- * workspace); call->topk must equal router->topk. */
+/* Convenience for engines that hand over logits: routes with *router (moe_route_parallel, on par's
+ * threads) and runs the experts (and the shared expert in call->shared). call->topk_weights and
+ * call->topk_ids are ignored (routed into the workspace); call->topk must equal router->topk. */
 MOE_API moe_status moe_forward_workspace_size(const moe_experts *ex, const moe_router *router,
                                               const moe_call *call, size_t *bytes);
 MOE_API moe_status moe_forward(const moe_experts *ex, const moe_router *router, const void *logits,

@@ -95,11 +95,11 @@ MOE_API moe_status moe_expert_map_contiguous(int32_t n_global, int32_t n_ranks, 
 
 /* Per-token working set of moe_route: fixed size, on the stack (E <= 1024, nothing allocated). */
 typedef struct moe__route_buf {
-  float x[MOE__ROUTE_MAX_E];      /* logits in f32; sigmoid scores for the biased variant      */
-  float key[MOE__ROUTE_MAX_E];    /* selection score of each expert                             */
-  float gkey[MOE__ROUTE_MAX_E];   /* score of each group                                        */
-  uint64_t top[MOE__ROUTE_MAX_E]; /* chosen experts' ranks, best first                          */
-  uint64_t gtop[MOE__ROUTE_MAX_E]; /* kept groups' ranks, best first                            */
+  float x[MOE__ROUTE_MAX_E];       /* logits in f32; sigmoid scores for the biased variant */
+  float key[MOE__ROUTE_MAX_E];     /* selection score of each expert                       */
+  float gkey[MOE__ROUTE_MAX_E];    /* score of each group                                  */
+  uint64_t top[MOE__ROUTE_MAX_E];  /* chosen experts' ranks (moe__route_rank), best first  */
+  uint64_t gtop[MOE__ROUTE_MAX_E]; /* kept groups' ranks, best first                       */
 } moe__route_buf;
 
 /* Checked configuration: groups (n_group, kept) and the effective routed scaling factor. */
