@@ -49,6 +49,7 @@ isa=avx512
   grep -m1 '^model' /proc/cpuinfo
   echo "amx flags: $(grep -o 'amx[a-z_0-9]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   echo "cpus: $(nproc); $(grep MemTotal /proc/meminfo)"
+  echo "glibc: $(ldd --version 2>&1 | head -1)"
   for b in "$@"; do echo "build $b: $(cat "$b/commit.txt" 2>/dev/null || git -C "$b" log -1 --format='%h %s' 2>/dev/null)"; done
   echo "threads $threads, rounds $rounds, layer isa $isa"
 } >"$out/machine.txt"
