@@ -187,6 +187,11 @@ def line_loads(np):
 MINUS_ROWS = 2
 
 
+def whole_lines(fam, mr):
+    """INT4 tiles of up to MINUS_ROWS rows: q - zero decoded a whole line at a time (minus_zero)."""
+    return bool(fam.get("zero")) and mr <= MINUS_ROWS
+
+
 def minus_zero(np):
     """INT4: every line's q - zero bytes, its pairs 0 and 2 (e<panel><half>) and 1 and 3 (o...)."""
     out = ["    __m512i " + ", ".join(f"e{p}{h}, o{p}{h}" for p in range(np) for h in range(2)) + ";"]
@@ -207,7 +212,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
         return out + f32_step(fam, kind, mr, bcast, acc, prefetch)
     if fam["pairs"] == 4:
         out.append(line_loads(np))
-    whole = fam.get("zero") and mr <= MINUS_ROWS
+    whole = whole_lines(fam, mr)
     if whole:
         out += minus_zero(np)
     for j in range(max(fam["pairs"], 1)):
@@ -246,7 +251,7 @@ def f32_step(fam, kind, mr, bcast, acc, prefetch):
     into every row's FMAs, then the even k, as vdpbf16ps adds them. INT4 reads q - zero from the
     lines' bytes (minus_zero), MXFP4 the codes' nibbles."""
     np = kind["panels"]
-    whole = fam.get("zero") and mr <= MINUS_ROWS
+    whole = whole_lines(fam, mr)
     out = [line_loads(np)] + (minus_zero(np) if whole else [])
 
     def value(p, h, j, half):
@@ -293,13 +298,13 @@ def direct_tile(fam, kind, mr):
     if f == "fp8":
         out.append("  const moe__tables t = *L->tab;")
     elif fam.get("f32"):
-        out.append("  const __m512 t = L->tab->f32" + (", t_hi = L->tab->f32_hi;" if fam.get("zero") and mr <= MINUS_ROWS else ";"))
+        out.append("  const __m512 t = L->tab->f32" + (", t_hi = L->tab->f32_hi;" if whole_lines(fam, mr) else ";"))
     elif fam["pairs"] == 4:
         out.append(f"  const __m512i t = L->tab->{'lo0' if fam.get('zero') else 'hi0'};")
     out.append("  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {")
     out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
     out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
-    if fam.get("zero") and fam.get("f32") and mr > MINUS_ROWS:
+    if fam.get("f32") and fam.get("zero") and not whole_lines(fam, mr):
         out.append("    __m512 zf[4];")
         out.append(f"    moe__lowbit_zero_f32(L, gi, {kind['panels']}, zf);")
     elif fam.get("zero"):
