@@ -206,6 +206,7 @@ MOE_API void moe_ckpt_router_logits(const moe_ckpt_layer *l, const float *x, int
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

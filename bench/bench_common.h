@@ -2,8 +2,9 @@
  * option parsing and JSON lines (docs/benchmarks.md, "JSON fields"). The kit (tests/kit.h)
  * brings moe.h, the RNG, the model shapes and random weights.
  *
- * One source per executable defines MOE_IMPLEMENTATION, with MOE_API empty (external linkage, as
- * moe.c does), so the other sources link against it. */
+ * The benchmarks link libmoe's static library (one build of moe.c for all of them); bench_kernels,
+ * which reaches into the kernels (moe__*), defines MOE_IMPLEMENTATION with MOE_API empty instead
+ * (external linkage, as moe.c does), so its other sources link against it. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 

@@ -19,14 +19,11 @@
  * M 32. One JSON line ("bench":"load") on stdout, a table on stderr. The checkpoint and the packed
  * file go to a new directory under /tmp (or --dir) and are removed at the end. */
 #define _POSIX_C_SOURCE 200809L
-#define MOE_API /* external linkage, as the other benchmarks */
-#define MOE_IMPLEMENTATION
 #include "ckpt_writer.h" /* first: it asks for POSIX (mkdtemp) */
 #include "bench_common.h"
 #include "bench_pool.h"
 #define MOE_CHECKPOINT_IMPLEMENTATION
 #include "../moe_checkpoint.h"
-#define MOE_PACKFILE_IMPLEMENTATION
 #include "../moe_packfile.h"
 
 #include <fcntl.h>

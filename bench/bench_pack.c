@@ -12,8 +12,6 @@
  * frac_of_copy (the copy's time over the pack's or import's), and the output size; a table on
  * stderr. Medians of --runs into the same (warm) buffers. */
 #define _POSIX_C_SOURCE 200809L
-#define MOE_API /* external linkage, as the other benchmarks */
-#define MOE_IMPLEMENTATION
 #include "bench_common.h"
 #include "bench_pool.h"
 

@@ -9,8 +9,6 @@
  *
  * One JSON line per precision on stdout ("bench":"stream"), a table on stderr (docs/benchmarks.md). */
 #define _POSIX_C_SOURCE 200809L
-#define MOE_API /* external linkage: the other sources of this executable call the library too */
-#define MOE_IMPLEMENTATION
 #include "bench_common.h"
 #include "bench_pool.h"
 

@@ -28,8 +28,7 @@
  * moe_ckpt_open / moe_ckpt_load_layer on truncated files): a status, never a crash.
  */
 #include "ckpt_writer.h" /* first: it asks for POSIX (mkdtemp) */
-#define MOE_IMPLEMENTATION
-#define MOE_CHECKPOINT_IMPLEMENTATION
+#define MOE_CHECKPOINT_IMPLEMENTATION /* moe.h itself: libmoe (tests/meson.build) */
 #include "../moe_checkpoint.h"
 #include "test_util.h"
 #include <pthread.h>

@@ -4,8 +4,7 @@
  * int4-w4a16 and mxfp4 at M = 1, 7 and 131 (E 16, topk 4, N 96, K 256, biases, a gated shared expert of
  * N 80), through moe_fused_experts (random routing, a skipped slot) and moe_forward (softmax routing of
  * random logits). Tolerances: tests/test_layer.c's table (1e-2 with bf16 output, 5e-4 with f32). */
-#define MOE_IMPLEMENTATION
-#include "../moe_pthreadpool.h"
+#include "../moe_pthreadpool.h" /* the library: libmoe (tests/meson.build) */
 #include "test_util.h"
 #include "oracle.h"
 

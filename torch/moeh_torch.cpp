@@ -86,8 +86,7 @@
 // WORKSPACE: one buffer per calling thread, grown as needed and kept (a call processes at most 1024
 //   tokens at a time, so it stays bounded).
 
-#define MOE_IMPLEMENTATION
-#include "moe.h"
+#include "moe.h" // the library: libmoe's static build, linked in with its symbols kept local (torch/meson.build)
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -38,6 +38,8 @@ for cc in gcc clang; do
     ck="-D_POSIX_C_SOURCE=200809L -DMOE_IMPLEMENTATION -DMOE_CHECKPOINT_IMPLEMENTATION"
     try $cc -std=c99 '-DHEADER="moe_checkpoint.h"' $flags "$src/tests/compile/each_header.c"
     try $cc -std=c99 $ck '-DHEADER="moe_checkpoint.h"' $flags "$src/tests/compile/each_header.c"
+    # the reader's implementation alone, for a program that links libmoe for moe.h's
+    try $cc -std=c99 -D_POSIX_C_SOURCE=200809L -DMOE_CHECKPOINT_IMPLEMENTATION '-DHEADER="moe_checkpoint.h"' $flags "$src/tests/compile/each_header.c"
     try $cxx -x c++ -std=c++11 $ck '-DHEADER="moe_checkpoint.h"' $flags "$src/tests/compile/each_header.c"
   else echo "note: no cjson/cJSON.h: moe_checkpoint.h not compiled"; fi
   # the pthreadpool adapter (needs pthreadpool.h): declarations, then with the implementation
