@@ -21,11 +21,9 @@
  * Exit status: 0 on success, 1 when the checkpoint, a file or a library call fails, 2 on bad usage.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, and the reader's open/mmap under -std=c11 */
-#define MOE_IMPLEMENTATION
 #define MOE_CHECKPOINT_IMPLEMENTATION
-#include "moe_checkpoint.h" /* includes moe.h */
-#define MOE_PACKFILE_IMPLEMENTATION
-#include "moe_packfile.h" /* --save-packed, --packed */
+#include "moe_checkpoint.h" /* includes moe.h: the library itself is libmoe, linked (moe_demo.c shows the */
+#include "moe_packfile.h"   /* header-only way); --save-packed, --packed: moe_packfile.h, in libmoe */
 #include "npy.h"
 
 #include <math.h>

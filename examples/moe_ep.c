@@ -40,8 +40,7 @@
  * Exit status: 0 ok, 1 a check failed or a library call failed, 2 bad options.
  */
 #define _POSIX_C_SOURCE 200809L
-#define MOE_IMPLEMENTATION
-#include "kit.h" /* tests/kit.h: model shapes, RNG, plain weights; includes moe.h */
+#include "kit.h" /* tests/kit.h: model shapes, RNG, plain weights; includes moe.h (the library: link libmoe) */
 #include "oracle.h"
 
 #include <limits.h>
