@@ -2,9 +2,10 @@
  * option parsing and JSON lines (docs/benchmarks.md, "JSON fields"). The kit (tests/kit.h)
  * brings moe.h, the RNG, the model shapes and random weights.
  *
- * The benchmarks link libmoe's static library (one build of moe.c for all of them); bench_kernels,
- * which reaches into the kernels (moe__*), defines MOE_IMPLEMENTATION with MOE_API empty instead
- * (external linkage, as moe.c does), so its other sources link against it. */
+ * bench_stream, bench_pack and bench_load link libmoe's static library (one build of moe.c);
+ * bench_kernels and bench_layer, which reach into the AMX tier (bench_decode.h), define
+ * MOE_IMPLEMENTATION with MOE_API empty instead (external linkage, as moe.c does), so their other
+ * sources link against it. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 

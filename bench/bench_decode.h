@@ -8,6 +8,9 @@
  * measured on any CPU with the tier's AVX-512 features, tiles or not. */
 #ifndef BENCH_DECODE_H
 #define BENCH_DECODE_H
+#ifndef MOE_IMPLEMENTATION /* without it the roof would be compiled out silently (MOE__HAVE_AMX unset) */
+#error "bench_decode.h calls the AMX tier's internals: define MOE_IMPLEMENTATION before including it"
+#endif
 
 #include "bench_common.h"
 #include "bench_pool.h"

@@ -17,6 +17,8 @@
  * peer have their own sources.
  */
 #define _POSIX_C_SOURCE 200809L
+#define MOE_API /* external linkage: the other sources of this executable call the library too */
+#define MOE_IMPLEMENTATION /* bench_decode.h calls the AMX tier's internals */
 #include "bench_ceilings.h"
 #include "bench_decode.h"
 #include "bench_layer.h"
