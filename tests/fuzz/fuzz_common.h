@@ -50,6 +50,12 @@ static volatile uint8_t fuzz_sink;
     }                                                                                                   \
   } while (0)
 
+/* A pool that runs the items backwards on this thread: order independence, the parallel path. */
+static inline void fuzz_backwards(void *pool, void (*fn)(void *, int64_t), void *arg, int64_t n) {
+  (void)pool;
+  for (int64_t i = n - 1; i >= 0; i--) fn(arg, i);
+}
+
 /* On failure: err.msg is a non-empty NUL-terminated message. */
 static inline void fuzz_check_error(moe_status s, const moe_ckpt_error *err) {
   FUZZ_CHECK(memchr(err->msg, 0, sizeof err->msg) != NULL, "err.msg not NUL-terminated (status %d)", (int)s);

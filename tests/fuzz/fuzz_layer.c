@@ -59,12 +59,6 @@ static float load_value(const void *base, moe_dtype dt, size_t i) {
   return dt == MOE_F16 ? moe_f16_to_f32(((const uint16_t *)base)[i]) : moe_bf16_to_f32(((const uint16_t *)base)[i]);
 }
 
-/* A pool that runs the items backwards on this thread: order independence, the parallel path. */
-static void backwards(void *pool, void (*fn)(void *, int64_t), void *arg, int64_t n) {
-  (void)pool;
-  for (int64_t i = n - 1; i >= 0; i--) fn(arg, i);
-}
-
 /* Small random experts, packed; NULL when moe_pack refuses the shape. */
 static void *make_experts(moe_precision p, int64_t E, int64_t N, int64_t K, uint64_t seed, moe_experts *ex) {
   kit_weights kw;
@@ -136,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   moe_experts ex, sh;
   void *ex_buf, *sh_buf = NULL;
   layer_call L;
-  static const moe_parallel pool = {backwards, NULL, 2};
+  static const moe_parallel pool = {fuzz_backwards, NULL, 2};
   int32_t *ids, *map = NULL;
   float *w, *logits, *gate = NULL;
   uint8_t *x0, *out0, *out, *ref;

@@ -18,11 +18,6 @@
 
 #define GUARD 16 /* elements of poison on each side of an output */
 
-static void reverse_for(void *pool, void (*fn)(void *, int64_t), void *arg, int64_t n) {
-  (void)pool;
-  for (int64_t i = n - 1; i >= 0; i--) fn(arg, i);
-}
-
 static float fuzz_f32(const uint8_t *p) {
   float f;
   memcpy(&f, p, 4);
@@ -85,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     { /* the parallel form: same status, same bits, nothing else written */
-      const moe_parallel par = {reverse_for, NULL, 3};
+      const moe_parallel par = {fuzz_backwards, NULL, 3};
       float *w2 = (float *)malloc(n_out * sizeof *w);
       int32_t *ids2 = (int32_t *)malloc(n_out * sizeof *ids);
       moe_status st2;
