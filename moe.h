@@ -213,6 +213,7 @@ typedef struct moe__layer {
   /* the current chunk */
   int64_t m0, mc, n_blocks, n_groups;
   int64_t chunk1, chunk2;      /* weight panels (gemm1) and panel pairs (gemm2) per work item    */
+  int64_t token_run;           /* tokens per item of the per-token phases (prepare, combine)     */
   int64_t items1, items2;      /* work items of the experts' region: gemm1, then gemm2           */
   int64_t next_item;           /* the next item to claim (atomic)                                */
   int64_t busy_ns[3];          /* with moe_stats: thread time in gemm1, requant, gemm2 (atomic)   */
@@ -859,16 +860,31 @@ static inline void moe__lap_experts(const moe__layer *L, double *t) {
   }
 }
 
+/* The per-token phases run in items of token_run consecutive tokens: one item per token made two
+ * threads slower than one (the claims, and the per-token scales and gates written side by side by
+ * both threads; Zen 5, int8 M = 2048: prepare 2.0-2.8 -> 1.1-1.4 ms with runs of 16). */
+static inline void moe__prepare_tokens(void *arg, int64_t i) {
+  const moe__layer *L = (const moe__layer *)arg;
+  for (int64_t m = i * L->token_run; m < (i + 1) * L->token_run && m < L->mc; m++) moe__prepare_token(arg, m);
+}
+static inline void moe__combine_tokens(void *arg, int64_t i) {
+  const moe__layer *L = (const moe__layer *)arg;
+  for (int64_t m = i * L->token_run; m < (i + 1) * L->token_run && m < L->mc; m++) moe__combine_token(arg, m);
+}
+
 static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
   double t = L->call->stats && L->call->stats->clock ? L->call->stats->clock() : 0.0;
-  moe__parallel_if(par, moe__prepare_token, L, L->mc, L->mc * L->K);
+  int64_t runs;
+  L->token_run = moe__run_length(L, L->mc, 4, 16);
+  runs = moe__cdiv(L->mc, L->token_run);
+  moe__parallel_if(par, moe__prepare_tokens, L, runs, L->mc * L->K);
   moe__lap(L, MOE_PHASE_PREPARE, &t);
   moe__sort_chunk(L); /* ids were validated for the whole call */
   if (L->xs) moe__parallel_if(par, moe__gather_block, L, L->n_blocks, L->n_blocks * MOE_BLOCK_M * L->K);
   moe__lap(L, MOE_PHASE_SORT, &t);
   moe__run_experts(L, par);
   moe__lap_experts(L, &t);
-  moe__parallel_if(par, moe__combine_token, L, L->mc, L->mc * L->T * L->K);
+  moe__parallel_if(par, moe__combine_tokens, L, runs, L->mc * L->T * L->K);
   moe__lap(L, MOE_PHASE_COMBINE, &t);
 }
 
