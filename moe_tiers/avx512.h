@@ -390,9 +390,19 @@ MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni, MOE
 
 /* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
 
+/* x / s without a division (r = 1 / s, rounded): y = x r, corrected once by the exact residual
+ * x - y s (Markstein's correction). It may differ from x / s by an ulp, but never across an
+ * integer's rounding tie: the codes are the same, which test_kernels checks at the ties of every
+ * significand of s (--all-scales; a sample in the default run). A 512-bit division issues once
+ * every several cycles; the three products issue at the FMA rate. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__div_scale_avx512(__m512 x, __m512 s, __m512 r) {
+  __m512 y = _mm512_mul_ps(x, r);
+  return _mm512_fmadd_ps(_mm512_fnmadd_ps(y, s, x), r, y);
+}
+
 /* moe_quantize_row_u8 with the same bits: amax (NaN sticks), scale, x / scale rounded half to even. */
 MOE__AVX512_BASE float moe__quantize_row_u8_avx512(const float *x, int64_t n, uint8_t *q) {
-  __m512 vmax = _mm512_setzero_ps(), vscale;
+  __m512 vmax = _mm512_setzero_ps(), vscale, vrcp;
   __mmask16 nan = 0;
   float amax, scale;
   for (int64_t i = 0; i < n; i += 16) {
@@ -402,10 +412,10 @@ MOE__AVX512_BASE float moe__quantize_row_u8_avx512(const float *x, int64_t n, ui
   }
   amax = nan ? NAN : _mm512_reduce_max_ps(vmax);
   scale = (amax < 1e-7f ? 1e-7f : amax) / 127.0f;
-  vscale = _mm512_set1_ps(scale);
+  vscale = _mm512_set1_ps(scale), vrcp = _mm512_set1_ps(1.0f / scale);
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 mk = moe__tail_mask(n - i);
-    __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(mk, x + i), vscale);
+    __m512 v = moe__div_scale_avx512(_mm512_maskz_loadu_ps(mk, x + i), vscale, vrcp);
     v = _mm512_min_ps(_mm512_set1_ps(127.0f), _mm512_max_ps(_mm512_set1_ps(-127.0f), v));
     __m512i qi = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), _mm512_set1_epi32(128));
     _mm_mask_storeu_epi8(q + i, mk, _mm512_cvtepi32_epi8(qi)); /* NaN -> INT_MIN + 128 -> byte 128 */
