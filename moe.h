@@ -861,7 +861,7 @@ static inline void moe__lap_experts(const moe__layer *L, double *t) {
 }
 
 /* The per-token phases run in items of token_run consecutive tokens, not one token each (a claim
- * per token, and the per-token scales and gates written side by side by both threads): Zen 5, two
+ * per token, and the per-token scales and gates written side by side by the threads): Zen 5, two
  * threads, int8 M = 2048, prepare 1.7-2.8 -> 1.1-1.5 ms, combine 1.3-1.5 -> 1.2-1.4 ms. */
 static inline void moe__prepare_tokens(void *arg, int64_t i) {
   const moe__layer *L = (const moe__layer *)arg;
