@@ -863,14 +863,12 @@ static inline void moe__lap_experts(const moe__layer *L, double *t) {
 /* The per-token phases run in items of token_run consecutive tokens, not one token each (a claim
  * per token, and the per-token scales and gates written side by side by the threads): Zen 5, two
  * threads, int8 M = 2048, prepare 1.7-2.8 -> 1.1-1.5 ms, combine 1.3-1.5 -> 1.2-1.4 ms. */
-static inline void moe__prepare_tokens(void *arg, int64_t i) {
+static inline void moe__token_run(void *arg, int64_t i, void (*per_token)(void *, int64_t)) {
   const moe__layer *L = (const moe__layer *)arg;
-  for (int64_t m = i * L->token_run; m < (i + 1) * L->token_run && m < L->mc; m++) moe__prepare_token(arg, m);
+  for (int64_t m = i * L->token_run; m < (i + 1) * L->token_run && m < L->mc; m++) per_token(arg, m);
 }
-static inline void moe__combine_tokens(void *arg, int64_t i) {
-  const moe__layer *L = (const moe__layer *)arg;
-  for (int64_t m = i * L->token_run; m < (i + 1) * L->token_run && m < L->mc; m++) moe__combine_token(arg, m);
-}
+static inline void moe__prepare_tokens(void *arg, int64_t i) { moe__token_run(arg, i, moe__prepare_token); }
+static inline void moe__combine_tokens(void *arg, int64_t i) { moe__token_run(arg, i, moe__combine_token); }
 
 static inline void moe__run_chunk(moe__layer *L, const moe_parallel *par) {
   double t = L->call->stats && L->call->stats->clock ? L->call->stats->clock() : 0.0;

@@ -398,19 +398,18 @@ MOE__AVX512_BASE long quantize_ties_avx512(uint32_t step) {
   long differ = 0;
   for (uint32_t m = 0; m < (1u << 23); m += step) {
     uint32_t su = 0x3F800000u | m;
-    float s, r;
+    float s;
     memcpy(&s, &su, 4);
-    r = 1.0f / s;
+    const __m512 vs = _mm512_set1_ps(s), vr = _mm512_set1_ps(1.0f / s);
     for (int k = 0; k < 128; k++) {
       float t = ((float)k + 0.5f) * s;
       uint32_t tu;
       memcpy(&tu, &t, 4);
       for (uint32_t sign = 0; sign < 2; sign++) {
         __m512i bits = _mm512_or_si512(_mm512_add_epi32(_mm512_set1_epi32((int)tu), off), _mm512_set1_epi32((int)(sign << 31)));
-        __m512 x = _mm512_castsi512_ps(bits), vs = _mm512_set1_ps(s);
+        __m512 x = _mm512_castsi512_ps(bits);
         __m512i a = _mm512_cvt_roundps_epi32(_mm512_div_ps(x, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512i b = _mm512_cvt_roundps_epi32(moe__div_scale_avx512(x, vs, _mm512_set1_ps(r)),
-                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512i b = _mm512_cvt_roundps_epi32(moe__div_scale_avx512(x, vs, vr), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         differ += __builtin_popcount(_mm512_cmpneq_epi32_mask(a, b));
       }
     }
