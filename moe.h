@@ -657,14 +657,17 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
   moe__block_kernel(L, g.mr)->gemm2(&g);
 }
 
-/* Blocks [b, end) of one expert from b on that run AMX together (at most MOE__AMX_NB with the
- * worker's scratch `amx`, else MOE__AMX_NB_STACK): their count, 0 when block b does not run on the
- * tiles (or there is no AMX tier). */
+/* Blocks of one expert from b on (before end) that run AMX together: their count, 0 when block b
+ * does not run on the tiles (or there is no AMX tier). A call takes at most MOE__AMX_NB blocks with
+ * the worker's scratch `amx`, else MOE__AMX_NB_STACK; an expert's run of AMX blocks is cut into as
+ * few calls as that allows, of even sizes (9 blocks with 8 at most: 5 + 4, not 8 + 1), so each
+ * call's B tiles, decoded once, serve as many blocks as they can. */
 static inline int64_t moe__amx_run(const moe__layer *L, int64_t b, int64_t end, const void *amx) {
   int64_t n = 0;
 #ifdef MOE__HAVE_AMX
   const int64_t most = amx ? MOE__AMX_NB : MOE__AMX_NB_STACK;
-  while (b + n < end && n < most && moe__block_kernel(L, L->block_rows[b + n])->isa == MOE_ISA_AMX) n++;
+  while (b + n < end && moe__block_kernel(L, L->block_rows[b + n])->isa == MOE_ISA_AMX) n++;
+  if (n > most) n = moe__cdiv(n, moe__cdiv(n, most));
 #else
   (void)L, (void)b, (void)end, (void)amx;
 #endif

@@ -145,10 +145,11 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
   free(ref);
 }
 
-/* Many rows per expert: 150 tokens, top-1 over two experts, 140 of them on expert 0 (five blocks).
- * On the AMX tier a worker with scratch in the workspace runs up to MOE__AMX_NB of those blocks in
- * one call, the others MOE__AMX_NB_STACK: whatever the threads and chunks, the bits are the same. */
-#define MR_M 150
+/* Many rows per expert: 300 tokens, top-1 over two experts, 280 of them on expert 0 (nine blocks).
+ * On the AMX tier a worker with scratch in the workspace runs them in calls of up to MOE__AMX_NB
+ * blocks (8: 5 + 4), the others in calls of MOE__AMX_NB_STACK: whatever the threads and chunks, the
+ * bits are the same. */
+#define MR_M 300
 static void test_many_rows(moe_precision p, uint64_t seed) {
   static const int threads[] = {2, 7};
   static const int64_t chunks[] = {0, 0, 37};

@@ -200,8 +200,9 @@ static moe_gemm_args args_of(const moe_experts *ex, const kit_weights *kw, int w
 #ifdef MOE__HAVE_AMX
 /* The layer's AMX call over several row blocks of one expert (moe__amx_gemm_blocks) as a kernel of
  * one block: the block under test (at position `pos`) beside partner blocks of other rows, whose
- * outputs go to scratch. nb is MOE__AMX_NB_STACK (no scratch: the stack) or MOE__AMX_NB (the
- * layer's scratch, poisoned). Each block of the call must match the scalar twin on its own. */
+ * outputs go to scratch. nb is MOE__AMX_NB_STACK (no scratch: the stack), or one more, or
+ * MOE__AMX_NB (the layer's scratch, poisoned). Each block of the call must match the scalar twin on
+ * its own. */
 static struct {
   const act_rows *partner;
   int pos, nb;
@@ -254,7 +255,8 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
           act_rows partner;
           act_rows_make(&partner, &r, moe__is_a8(kc->p), rows[(ri + 3) % (sizeof rows / sizeof rows[0])], kred, (int)(ri / 2 % 2));
           mb.partner = &partner, mb.p = kc->p;
-          mb.nb = ri % 2 ? MOE__AMX_NB : MOE__AMX_NB_STACK, mb.pos = (int)(ri / 2 % (size_t)mb.nb);
+          mb.nb = ri % 3 == 0 ? MOE__AMX_NB_STACK : ri % 3 == 1 ? MOE__AMX_NB_STACK + 1 : MOE__AMX_NB;
+          mb.pos = mb.nb - 1 - (int)(ri / 3 % (size_t)mb.nb); /* the last, then earlier ones */
           snprintf(what, sizeof what, "%s %d blocks (this one at %d, partners mr=%d) gemm%d %s N=%lld K=%lld mr=%d call=%lld",
                    test->name, mb.nb, mb.pos, (int)partner.mr, which, kc->lay.name, (long long)kc->N,
                    (long long)kc->K, (int)g.mr, (long long)p);
