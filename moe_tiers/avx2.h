@@ -570,6 +570,18 @@ MOE__AVXVNNI void moe_qu8_qc8w_gemm1_ukernel_6x16c4__avxvnni(const moe_gemm_args
 MOE__AVXVNNI void moe_qu8_qc8w_gemm2_ukernel_6x16c4__avxvnni(const moe_gemm_args *g) { moe__qc8_gemm_avxvnni(MOE_PREC_INT8, g, 0); }
 
 /* ---- row operations on AVX2 (the same bits as the scalar ones) ---------------------------------- */
+/* x / s without a division, as moe__div_scale_avx512 (Markstein's correction; r = 1 / s rounded):
+ * the same codes as x / s at every rounding tie (test_kernels --all-scales checks both tiers). */
+MOE__AVX2_INLINE __m256 moe__div_scale_avx2(__m256 x, __m256 s, __m256 r) {
+  const __m256 y = _mm256_mul_ps(x, r);
+  return _mm256_fmadd_ps(_mm256_fnmadd_ps(y, s, x), r, y);
+}
+/* The low byte of each int32 lane, in order (a code 1..255, or NaN's INT_MIN + 128 -> 128). */
+MOE__AVX2_INLINE __m128i moe__low_bytes_avx2(__m256i v) {
+  const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, pick), _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1)));
+}
 MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q) {
   __m256 vmax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
   float amax, scale, m[8];
@@ -583,12 +595,18 @@ MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q)
   for (int j = 1; j < 8; j++) amax = m[j] > amax ? m[j] : amax;
   if (_mm256_movemask_ps(nan)) amax = NAN;
   scale = (amax < 1e-7f ? 1e-7f : amax) / 127.0f;
+  const __m256 vscale = _mm256_set1_ps(scale), vrcp = _mm256_set1_ps(1.0f / scale);
   for (int64_t i = 0; i < n; i += 8) {
-    __m256 v = _mm256_div_ps(_mm256_maskload_ps(x + i, moe__mask8(n - i)), _mm256_set1_ps(scale));
+    __m256 v = moe__div_scale_avx2(_mm256_maskload_ps(x + i, moe__mask8(n - i)), vscale, vrcp);
     v = _mm256_min_ps(_mm256_set1_ps(127.0f), _mm256_max_ps(_mm256_set1_ps(-127.0f), v));
-    int32_t b[8];
-    _mm256_storeu_si256((__m256i *)(void *)b, _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(128))); /* RNE; NaN -> byte 128 */
-    for (int j = 0; j < 8 && i + j < n; j++) q[i + j] = (uint8_t)b[j];
+    const __m128i b = moe__low_bytes_avx2(_mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(128))); /* RNE */
+    if (n - i >= 8) {
+      _mm_storel_epi64((__m128i *)(void *)(q + i), b);
+    } else {
+      uint8_t t[16];
+      _mm_storeu_si128((__m128i *)(void *)t, b);
+      memcpy(q + i, t, (size_t)(n - i));
+    }
   }
   return scale;
 }

@@ -389,48 +389,78 @@ static int test_row_ops(void) {
 }
 
 /* ---- the u8 quantizer's division -------------------------------------------------------------------
- * moe__div_scale_avx512 (x / s as a product with one correction) must give x / s's code wherever the
- * two could differ: within a few ulps of a rounding tie. For each significand of s in [1, 2) (other
- * exponents scale x, s and 1 / s exactly), x runs over -8..+7 ulps around RN((k + 0.5) s), k = 0..127,
- * both signs, and both quotients are rounded half to even. step 1 is every significand (--all-scales,
- * a few seconds); the default run takes every 61st. Without the correction 0.58 billion codes differ. */
+ * moe__div_scale_avx512 and _avx2 (x / s as a product with one correction) must give x / s's code
+ * wherever the two could differ: within a few ulps of a rounding tie. For each significand of s in
+ * [1, 2) (other exponents scale x, s and 1 / s exactly), x runs over -8..+7 ulps around
+ * RN((k + 0.5) s), k = 0..127, both signs, and both quotients are rounded half to even. step 1 is
+ * every significand (--all-scales, a few seconds a tier); the default run takes every 61st. Without
+ * the correction 0.58 billion codes differ. */
+static float tie_at(float s, int k) { return ((float)k + 0.5f) * s; }
 #ifdef MOE__HAVE_AVX512
-MOE__AVX512_BASE long quantize_ties_avx512(uint32_t step) {
+MOE__AVX512_BASE long ties_differ_avx512(float s) {
   const __m512i off = _mm512_setr_epi32(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m512 vs = _mm512_set1_ps(s), vr = _mm512_set1_ps(1.0f / s);
   long differ = 0;
-  for (uint32_t m = 0; m < (1u << 23); m += step) {
-    uint32_t su = 0x3F800000u | m;
-    float s;
-    memcpy(&s, &su, 4);
-    const __m512 vs = _mm512_set1_ps(s), vr = _mm512_set1_ps(1.0f / s);
-    for (int k = 0; k < 128; k++) {
-      float t = ((float)k + 0.5f) * s;
-      uint32_t tu;
-      memcpy(&tu, &t, 4);
-      for (uint32_t sign = 0; sign < 2; sign++) {
-        __m512i bits = _mm512_or_si512(_mm512_add_epi32(_mm512_set1_epi32((int)tu), off), _mm512_set1_epi32((int)(sign << 31)));
-        __m512 x = _mm512_castsi512_ps(bits);
-        __m512i a = _mm512_cvt_roundps_epi32(_mm512_div_ps(x, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512i b = _mm512_cvt_roundps_epi32(moe__div_scale_avx512(x, vs, vr), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        differ += __builtin_popcount(_mm512_cmpneq_epi32_mask(a, b));
-      }
+  for (int k = 0; k < 128; k++) {
+    float t = tie_at(s, k);
+    uint32_t tu;
+    memcpy(&tu, &t, 4);
+    for (uint32_t sign = 0; sign < 2; sign++) {
+      __m512i bits = _mm512_or_si512(_mm512_add_epi32(_mm512_set1_epi32((int)tu), off), _mm512_set1_epi32((int)(sign << 31)));
+      __m512 x = _mm512_castsi512_ps(bits);
+      __m512i a = _mm512_cvt_roundps_epi32(_mm512_div_ps(x, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512i b = _mm512_cvt_roundps_epi32(moe__div_scale_avx512(x, vs, vr), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      differ += __builtin_popcount(_mm512_cmpneq_epi32_mask(a, b));
     }
   }
   return differ;
 }
 #endif
-static void test_quantize_division(uint32_t step) {
-#ifdef MOE__HAVE_AVX512
-  if (moe__row_ops_for(MOE_ISA_AVX512)) {
-    long differ = quantize_ties_avx512(step);
-    CHECK(differ == 0, "u8 quantizer: %ld codes differ from x / s at the ties", differ);
-    printf("u8 quantizer's division at the ties, 1 in %u significands of s: %s\n", step,
-           differ ? "FAILED" : "ok");
-    return;
+#ifdef MOE__HAVE_AVX2
+MOE__AVX2 long ties_differ_avx2(float s) {
+  const __m256 vs = _mm256_set1_ps(s), vr = _mm256_set1_ps(1.0f / s);
+  long differ = 0;
+  for (int k = 0; k < 128; k++) {
+    float t = tie_at(s, k);
+    uint32_t tu;
+    memcpy(&tu, &t, 4);
+    for (uint32_t sign = 0; sign < 2; sign++)
+      for (int half = 0; half < 2; half++) { /* -8..-1, then 0..7 ulps */
+        const __m256i off = _mm256_add_epi32(_mm256_setr_epi32(-8, -7, -6, -5, -4, -3, -2, -1), _mm256_set1_epi32(8 * half));
+        __m256 x = _mm256_castsi256_ps(_mm256_or_si256(_mm256_add_epi32(_mm256_set1_epi32((int)tu), off), _mm256_set1_epi32((int)(sign << 31))));
+        __m256i a = _mm256_cvtps_epi32(_mm256_div_ps(x, vs)), b = _mm256_cvtps_epi32(moe__div_scale_avx2(x, vs, vr));
+        differ += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b))));
+      }
   }
+  return differ;
+}
+#endif
+/* Codes that differ over the significands m = 0, step, 2 step, ... of s. */
+static long quantize_ties(long (*differ)(float), uint32_t step) {
+  long n = 0;
+  for (uint32_t m = 0; m < (1u << 23); m += step) {
+    uint32_t su = 0x3F800000u | m;
+    float s;
+    memcpy(&s, &su, 4);
+    n += differ(s);
+  }
+  return n;
+}
+static void quantize_ties_tier(const char *tier, long (*differ)(float), uint32_t step) {
+  long n = quantize_ties(differ, step);
+  CHECK(n == 0, "u8 quantizer (%s): %ld codes differ from x / s at the ties", tier, n);
+  printf("u8 quantizer's division (%s) at the ties, 1 in %u significands of s: %s\n", tier, step, n ? "FAILED" : "ok");
+}
+static void test_quantize_division(uint32_t step) {
+  int tiers = 0;
+#ifdef MOE__HAVE_AVX512
+  if (moe__row_ops_for(MOE_ISA_AVX512)) quantize_ties_tier("avx512", ties_differ_avx512, step), tiers++;
+#endif
+#ifdef MOE__HAVE_AVX2
+  if (moe__row_ops_for(MOE_ISA_AVX2)) quantize_ties_tier("avx2", ties_differ_avx2, step), tiers++;
 #endif
   (void)step;
-  printf("u8 quantizer's division: no AVX-512 here\n");
+  if (!tiers) printf("u8 quantizer's division: no AVX2 or AVX-512 here\n");
 }
 
 /* ---- the activations at the edges --------------------------------------------------------------------
