@@ -395,16 +395,20 @@ static int test_row_ops(void) {
  * RN((k + 0.5) s), k = 0..127, both signs, and both quotients are rounded half to even. step 1 is
  * every significand (--all-scales, a few seconds a tier); the default run takes every 61st. Without
  * the correction 0.58 billion codes differ. */
-static float tie_at(float s, int k) { return ((float)k + 0.5f) * s; }
+/* The bits of RN((k + 0.5) s), the tie between codes k and k + 1. */
+static uint32_t tie_bits(float s, int k) {
+  const float t = ((float)k + 0.5f) * s;
+  uint32_t u;
+  memcpy(&u, &t, 4);
+  return u;
+}
 #ifdef MOE__HAVE_AVX512
 MOE__AVX512_BASE long ties_differ_avx512(float s) {
   const __m512i off = _mm512_setr_epi32(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
   const __m512 vs = _mm512_set1_ps(s), vr = _mm512_set1_ps(1.0f / s);
   long differ = 0;
   for (int k = 0; k < 128; k++) {
-    float t = tie_at(s, k);
-    uint32_t tu;
-    memcpy(&tu, &t, 4);
+    const uint32_t tu = tie_bits(s, k);
     for (uint32_t sign = 0; sign < 2; sign++) {
       __m512i bits = _mm512_or_si512(_mm512_add_epi32(_mm512_set1_epi32((int)tu), off), _mm512_set1_epi32((int)(sign << 31)));
       __m512 x = _mm512_castsi512_ps(bits);
@@ -421,9 +425,7 @@ MOE__AVX2 long ties_differ_avx2(float s) {
   const __m256 vs = _mm256_set1_ps(s), vr = _mm256_set1_ps(1.0f / s);
   long differ = 0;
   for (int k = 0; k < 128; k++) {
-    float t = tie_at(s, k);
-    uint32_t tu;
-    memcpy(&tu, &t, 4);
+    const uint32_t tu = tie_bits(s, k);
     for (uint32_t sign = 0; sign < 2; sign++)
       for (int half = 0; half < 2; half++) { /* -8..-1, then 0..7 ulps */
         const __m256i off = _mm256_add_epi32(_mm256_setr_epi32(-8, -7, -6, -5, -4, -3, -2, -1), _mm256_set1_epi32(8 * half));
