@@ -583,7 +583,7 @@ MOE__AVX2_INLINE __m128i moe__low_bytes_avx2(__m256i v) {
   return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, pick), _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1)));
 }
 MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q) {
-  __m256 vmax = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
+  __m256 vmax = _mm256_setzero_ps(), nan = _mm256_setzero_ps(), vscale, vrcp;
   float amax, scale, m[8];
   for (int64_t i = 0; i < n; i += 8) {
     const __m256 v = _mm256_maskload_ps(x + i, moe__mask8(n - i));
@@ -595,7 +595,7 @@ MOE__AVX2 float moe__quantize_row_u8_avx2(const float *x, int64_t n, uint8_t *q)
   for (int j = 1; j < 8; j++) amax = m[j] > amax ? m[j] : amax;
   if (_mm256_movemask_ps(nan)) amax = NAN;
   scale = (amax < 1e-7f ? 1e-7f : amax) / 127.0f;
-  const __m256 vscale = _mm256_set1_ps(scale), vrcp = _mm256_set1_ps(1.0f / scale);
+  vscale = _mm256_set1_ps(scale), vrcp = _mm256_set1_ps(1.0f / scale);
   for (int64_t i = 0; i < n; i += 8) {
     __m256 v = moe__div_scale_avx2(_mm256_maskload_ps(x + i, moe__mask8(n - i)), vscale, vrcp);
     v = _mm256_min_ps(_mm256_set1_ps(127.0f), _mm256_max_ps(_mm256_set1_ps(-127.0f), v));

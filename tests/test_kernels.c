@@ -437,19 +437,15 @@ MOE__AVX2 long ties_differ_avx2(float s) {
   return differ;
 }
 #endif
-/* Codes that differ over the significands m = 0, step, 2 step, ... of s. */
-static long quantize_ties(long (*differ)(float), uint32_t step) {
+/* The tier's codes that differ from x / s over the significands m = 0, step, 2 step, ... of s. */
+static void quantize_ties_tier(const char *tier, long (*differ)(float), uint32_t step) {
   long n = 0;
   for (uint32_t m = 0; m < (1u << 23); m += step) {
-    uint32_t su = 0x3F800000u | m;
+    const uint32_t su = 0x3F800000u | m;
     float s;
     memcpy(&s, &su, 4);
     n += differ(s);
   }
-  return n;
-}
-static void quantize_ties_tier(const char *tier, long (*differ)(float), uint32_t step) {
-  long n = quantize_ties(differ, step);
   CHECK(n == 0, "u8 quantizer (%s): %ld codes differ from x / s at the ties", tier, n);
   printf("u8 quantizer's division (%s) at the ties, 1 in %u significands of s: %s\n", tier, step, n ? "FAILED" : "ok");
 }
@@ -751,7 +747,7 @@ int main(int argc, char **argv) {
   if (only == MOE_ISA_COUNT || only == MOE_ISA_AMX) printf("AMX staging alone (decode roof): %d calls checked\n", test_amx_staging());
 #endif
   vector_rows = test_row_ops();
-  if (only == MOE_ISA_COUNT || only == MOE_ISA_AVX512) test_quantize_division(61);
+  if (only == MOE_ISA_COUNT || only == MOE_ISA_AVX512 || only == MOE_ISA_AVX2) test_quantize_division(61);
   test_edge_activations();
   printf("%d kernels tested, %d skipped, %d vector row-op tiers, %.1f s\n", tested, skipped, vector_rows, now_s() - t0);
   if (!tested && !vector_rows) {
