@@ -15,14 +15,14 @@ grep -q avx512bw /proc/cpuinfo || { echo "SKIP: the tile model needs AVX-512"; e
 echo 'int main(void) { return 0; }' >"$d/probe.c"
 $cc -fsanitize=address,undefined "$d/probe.c" -o "$d/probe" 2>/dev/null || { echo "SKIP: no ASan/UBSan"; exit 77; }
 omp=$($cc -fopenmp "$d/probe.c" -o "$d/probe" 2>/dev/null && echo -fopenmp)
-common="-O1 -g1 -std=c11 -D_FILE_OFFSET_BITS=64 -Wno-unused-function -DMOE_AMX_EMULATE -I$src -I$src/tests -pthread"
+common="-O1 -g1 -std=c11 -D_FILE_OFFSET_BITS=64 -Wno-unused-function -DMOE_AMX_EMULATE -pthread"
 asan="$common -fsanitize=address,undefined -fno-sanitize-recover=all $omp"
 tsan="$common -fsanitize=thread"
 
 build() { # name, flags...: one program, or moe.o (the implementation, as libmoe builds it)
   name=$1; shift
-  if [ "$name" = moe ]; then $cc "$@" -c "$src/moe.c" -o "$d/moe.o"
-  else $cc "$@" "$src/tests/test_$name.c" -o "$d/test_$name" -lm; fi
+  if [ "$name" = moe ]; then $cc -I"$src" "$@" -c "$src/moe.c" -o "$d/moe.o"
+  else $cc -I"$src" -I"$src/tests" "$@" "$src/tests/test_$name.c" -o "$d/test_$name" -lm; fi
 }
 # test_kernels defines the implementation itself; layer and determinism link moe.o (2 cores: pairs)
 build kernels $asan & build moe $asan & wait
