@@ -5,11 +5,14 @@
  *   byte 1   E (1..6)                                   8 shared gate, 16 workspace one byte short,
  *   byte 2   N (1..48)                                  32 parallel (a pool that runs i backwards),
  *   byte 3   K (1..80)                                  64 x and out one element off alignment,
- *   byte 4   M (0..9)                                   128 routed is out (moe_shared_expert)
+ *   byte 4   M (0..9; 0..79 with the bits below)        128 routed is out (moe_shared_expert)
  *   byte 5   topk (0..E + 1)            byte 9   ldx, ldo: 0, K, K + 3 or K - 1 each (2 bits each)
  *   byte 6   dtype (0..3: one too many) byte 10  chunk_tokens (0..3), entry (bits 2-3: 0 fused,
- *   byte 7   act (0..3: one too many)            1 shared, 2 forward, 3 fused), router kind (bits 4-6)
- *   byte 11  routed_scaling_factor, alpha, limit: 0 or from the bytes after
+ *   byte 7   act (0..3: one too many)            1 shared, 2 forward, 3 fused), router kind (bits 4-6),
+ *                                               many tokens (bit 7, with byte 11's bit 4: several
+ *                                               row blocks per expert)
+ *   byte 11  routed_scaling_factor, alpha, limit: 0 or from the bytes after (bits 0-1), renormalize
+ *            (bit 2), routed from x (bit 3), many tokens (bit 4)
  *   then     ids (a byte each: -2..E, past n_global with a map), weights, the map, x, the logits
  * (values (b - 128) / 64, zero past the input).
  *
@@ -117,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t h[12] = {0};
   memcpy(h, data, size < sizeof h ? size : sizeof h);
   const moe_precision p = (moe_precision)(h[0] % MOE_PREC_COUNT);
-  const int64_t E = 1 + h[1] % 6, N = 1 + h[2] % 48, K = 1 + h[3] % 80, M = h[4] % 10;
+  const int64_t E = 1 + h[1] % 6, N = 1 + h[2] % 48, K = 1 + h[3] % 80, M = (h[10] & 128) && (h[11] & 16) ? h[4] % 80 : h[4] % 10;
   const int32_t topk = (int32_t)(h[5] % (E + 2));
   const moe_dtype dt = (moe_dtype)(h[6] % 4);
   const unsigned flags = h[8];

@@ -626,6 +626,8 @@ def layer_seeds():
         "mxfp4_oai": layer_seed(6, 3, 24, 64, 8, 2, act=2, extra=2 | 1),
         "bad_ws_short": layer_seed(0, 2, 8, 16, 2, 1, flags=16),
         "bad_ids": layer_seed(2, 3, 8, 16, 4, 4, dtype=3, act=3, strides=3),
+        # many tokens (ctl bit 7 and extra bit 4) routed by moe_forward: two row blocks on one expert
+        "fp8_forward_two_blocks": layer_seed(3, 1, 16, 24, 40, 1, ctl=128 | 2 << 2, extra=16, fill=1024),
     }
 
 
