@@ -120,7 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t h[12] = {0};
   memcpy(h, data, size < sizeof h ? size : sizeof h);
   const moe_precision p = (moe_precision)(h[0] % MOE_PREC_COUNT);
-  const int64_t E = 1 + h[1] % 6, N = 1 + h[2] % 48, K = 1 + h[3] % 80, M = (h[10] & 128) && (h[11] & 16) ? h[4] % 80 : h[4] % 10;
+  const int64_t E = 1 + h[1] % 6, N = 1 + h[2] % 48, K = 1 + h[3] % 80;
+  const int64_t M = (h[10] & 128) && (h[11] & 16) ? h[4] % 80 : h[4] % 10; /* many tokens: several row blocks */
   const int32_t topk = (int32_t)(h[5] % (E + 2));
   const moe_dtype dt = (moe_dtype)(h[6] % 4);
   const unsigned flags = h[8];
