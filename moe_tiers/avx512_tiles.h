@@ -3033,81 +3033,91 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512 t = L->tab->f32;
+  MOE__ALIGN64 float af0[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0);
       }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       }
       }
@@ -3124,97 +3134,107 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512 t = L->tab->f32;
+  MOE__ALIGN64 float af0[MOE__AF_K], af1[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1);
       }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       }
@@ -3233,113 +3253,123 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512 t = L->tab->f32;
+  MOE__ALIGN64 float af0[MOE__AF_K], af1[MOE__AF_K], af2[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2);
       }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
@@ -3360,6 +3390,9 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512 t = L->tab->f32;
+  MOE__ALIGN64 float af0[MOE__AF_K], af1[MOE__AF_K], af2[MOE__AF_K], af3[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
@@ -3367,122 +3400,129 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2); moe__bf16_run_f32(a3, 8 * ab, 8 * (ae - ab), af3);
       }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 1]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 0]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 3]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 2]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 5]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 4]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 7]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
-      const __m512 v00 = moe__b4_f32(l00, 16, t), v01 = moe__b4_f32(l01, 16, t), v10 = moe__b4_f32(l10, 16, t), v11 = moe__b4_f32(l11, 16, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 0, t), v01 = moe__b4_f32(l01, 0, t), v10 = moe__b4_f32(l10, 0, t), v11 = moe__b4_f32(l11, 0, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 20, t), v01 = moe__b4_f32(l01, 20, t), v10 = moe__b4_f32(l10, 20, t), v11 = moe__b4_f32(l11, 20, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 4, t), v01 = moe__b4_f32(l01, 4, t), v10 = moe__b4_f32(l10, 4, t), v11 = moe__b4_f32(l11, 4, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 24, t), v01 = moe__b4_f32(l01, 24, t), v10 = moe__b4_f32(l10, 24, t), v11 = moe__b4_f32(l11, 24, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 8, t), v01 = moe__b4_f32(l01, 8, t), v10 = moe__b4_f32(l10, 8, t), v11 = moe__b4_f32(l11, 8, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 28, t), v01 = moe__b4_f32(l01, 28, t), v10 = moe__b4_f32(l10, 28, t), v11 = moe__b4_f32(l11, 28, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32(l00, 12, t), v01 = moe__b4_f32(l01, 12, t), v10 = moe__b4_f32(l10, 12, t), v11 = moe__b4_f32(l11, 12, t);
+      const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
@@ -3521,55 +3561,65 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512 t = L->tab->f32, t_hi = L->tab->f32_hi;
+  MOE__ALIGN64 float af0[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zb[4];
     for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
-      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
-      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
-      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
-      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0);
       }
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+        __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+        moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+        moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+        moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+        moe__b4_minus_zero(l11, zb[3], &e11, &o11);
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -3624,6 +3674,9 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512 t = L->tab->f32, t_hi = L->tab->f32_hi;
+  MOE__ALIGN64 float af0[MOE__AF_K], af1[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
@@ -3631,57 +3684,64 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
     for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      __m512i e00, o00, e01, o01, e10, o10, e11, o11;
-      moe__b4_minus_zero(l00, zb[0], &e00, &o00);
-      moe__b4_minus_zero(l01, zb[1], &e01, &o01);
-      moe__b4_minus_zero(l10, zb[2], &e10, &o10);
-      moe__b4_minus_zero(l11, zb[3], &e11, &o11);
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1);
       }
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+        __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+        moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+        moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+        moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+        moe__b4_minus_zero(l11, zb[3], &e11, &o11);
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
       const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -3745,6 +3805,9 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512 t = L->tab->f32;
+  MOE__ALIGN64 float af0[MOE__AF_K], af1[MOE__AF_K], af2[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
@@ -3753,107 +3816,114 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2);
       }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
@@ -3874,6 +3944,9 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512 t = L->tab->f32;
+  MOE__ALIGN64 float af0[MOE__AF_K], af1[MOE__AF_K], af2[MOE__AF_K], af3[MOE__AF_K];
+  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */
+  int64_t ab = 0, ae = 0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
@@ -3883,122 +3956,129 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
     __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
     __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
     __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
-      { const int64_t i_ = i;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+    for (int64_t ib = lo, ie; ib < hi; ib = ie) {
+      if (ib >= ae) {
+        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
+        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2); moe__bf16_run_f32(a3, 8 * ab, 8 * (ae - ab), af3);
       }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 1)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 1)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 1)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 1)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 2)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 2)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 2)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 2)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a0, 4 * i_ + 3)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a1, 4 * i_ + 3)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a2, 4 * i_ + 3)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_group(a3, 4 * i_ + 3)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
-      }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
-      }
+      ie = hi < ae ? hi : ae;
+      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
+        { const int64_t i_ = i;
+        const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 1]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 0]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 3]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 2]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 5]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 4]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 7]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        {
+        const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        }
+    }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
-      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero(l11, 16, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero(l11, 0, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero(l11, 20, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero(l11, 4, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero(l11, 24, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero(l11, 8, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero(l11, 28, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
       { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
       }
       {
-      const __m512 v00 = moe__b4_f32_zero(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero(l11, 12, t, zf[3]);
+      const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
       { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }

@@ -88,11 +88,16 @@ MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair(__m512i line, int j, __m512i 
   return (__m512bh)_mm512_permutexvar_epi16(j ? _mm512_srli_epi16(line, (unsigned)(4 * j)) : line, table);
 }
 /* The f32 form (Intel's cores run two f32 FMAs per cycle, but a 512-bit vdpbf16ps only every
- * second cycle): the nibble at bit `shift` of every dword of a 4-bit line (layout (c): dword c =
- * column c's even k in its low word, odd k in its high word) -> f32 of 16 columns; vpermps reads
- * only the index's low 4 bits, so the bits above need no mask. */
-MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32(__m512i line, unsigned shift, __m512 table) {
-  return _mm512_permutexvar_ps(shift ? _mm512_srli_epi32(line, shift) : line, table);
+ * second cycle): the nibble at bit `shift` of every dword of the 4-bit line at `line` (layout (c):
+ * dword c = column c's even k in its low word, odd k in its high word) -> f32 of 16 columns;
+ * vpermps reads only the index's low 4 bits, so the bits above need no mask. The line is read
+ * shift / 8 bytes further, which puts byte shift / 8 of every dword in its low byte: only the high
+ * nibbles (shift % 8 = 4) cost a shift, half the shifts of a register's 7 (Intel's port 0, beside
+ * port 5's permutes). The read ends up to 3 bytes past the line: inside the panel, whose group
+ * scales follow its codes. */
+MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_at(const uint8_t *line, unsigned shift, __m512 table) {
+  const __m512i x = _mm512_loadu_si512(line + shift / 8);
+  return _mm512_permutexvar_ps(shift % 8 ? _mm512_srli_epi32(x, 4) : x, table);
 }
 #endif
 #ifdef MOE__HAVE_AVX2
@@ -121,8 +126,8 @@ MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair_zero(__m512i line, int j, __m
   return (__m512bh)_mm512_permutexvar_epi16(_mm512_sub_epi8(q, zero_bytes), table);
 }
 /* ... for int4: q - zero (zero: f32), exact in f32. */
-MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_zero(__m512i line, unsigned shift, __m512 table, __m512 zero) {
-  return _mm512_sub_ps(moe__b4_f32(line, shift, table), zero);
+MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_zero_at(const uint8_t *line, unsigned shift, __m512 table, __m512 zero) {
+  return _mm512_sub_ps(moe__b4_f32_at(line, shift, table), zero);
 }
 /* int4 q - zero of a whole 4-bit line, four nibbles a word at once: the nibbles of pairs 0 and 2
  * (even) and 1 and 3 (odd) isolated in the low and high byte of each word, each column's zero point

@@ -249,10 +249,14 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
 def f32_step(fam, kind, mr, bcast, acc, prefetch):
     """The f32 form of a 4-bit step: per pair, the odd k of every vector (the codes' high words)
     into every row's FMAs, then the even k, as vdpbf16ps adds them. INT4 reads q - zero from the
-    lines' bytes (minus_zero), MXFP4 the codes' nibbles."""
+    lines' bytes (minus_zero), MXFP4 (and INT4 of 3-4 rows) the codes' nibbles from memory
+    (moe__b4_f32_at). bcast(r, j, half): row r's activation of pair j's odd ("hi") or even k, f32."""
     np = kind["panels"]
     whole = whole_lines(fam, mr)
-    out = [line_loads(np)] + (minus_zero(np) if whole else [])
+    if whole:
+        out = [line_loads(np)] + minus_zero(np)
+    else:
+        out = ["    const uint8_t " + ", ".join(f"*l{p}{h} = w{p} + 128 * (size_t)i_ + {64 * h}" for p in range(np) for h in range(2)) + ";"]
 
     def value(p, h, j, half):
         if whole:  # pair j's byte of the dword: even/odd by j, byte 1 for j >= 2, +2 bytes for odd k
@@ -260,8 +264,8 @@ def f32_step(fam, kind, mr, bcast, acc, prefetch):
             return f"moe__b4_f32_minus({src}, {shift}, t, t_hi)"
         shift = 16 + 4 * j if half == "hi" else 4 * j
         if fam.get("zero"):
-            return f"moe__b4_f32_zero(l{p}{h}, {shift}, t, zf[{2 * p + h}])"
-        return f"moe__b4_f32(l{p}{h}, {shift}, t)"
+            return f"moe__b4_f32_zero_at(l{p}{h}, {shift}, t, zf[{2 * p + h}])"
+        return f"moe__b4_f32_at(l{p}{h}, {shift}, t)"
     for j in range(fam["pairs"]):
         c = acc(j)
         for half in ("hi", "lo"):
@@ -269,7 +273,7 @@ def f32_step(fam, kind, mr, bcast, acc, prefetch):
             out.append("    const __m512 " + ", ".join(f"v{p}{h} = {value(p, h, j, half)}" for p in range(np) for h in range(2)) + ";")
             for r in range(mr):
                 fmas = " ".join(f"{c}{2 * p + h}_{r} = _mm512_fmadd_ps(a, v{p}{h}, {c}{2 * p + h}_{r});" for p in range(np) for h in range(2))
-                out.append(f"    {{ const __m512 a = moe__bf16_{half}_f32({bcast(r, j)}); {fmas} }}")
+                out.append(f"    {{ const __m512 a = {bcast(r, j, half)}; {fmas} }}")
             out.append("    }")
     return out + list(prefetch) + ["    }"]
 
@@ -301,6 +305,10 @@ def direct_tile(fam, kind, mr):
         out.append("  const __m512 t = L->tab->f32" + (", t_hi = L->tab->f32_hi;" if whole_lines(fam, mr) else ";"))
     elif fam["pairs"] == 4:
         out.append(f"  const __m512i t = L->tab->{'lo0' if fam.get('zero') else 'hi0'};")
+    if fam.get("f32"):
+        out.append("  MOE__ALIGN64 float " + ", ".join(f"af{r}[MOE__AF_K]" for r in range(mr)) + ";")
+        out.append("  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */")
+        out.append("  int64_t ab = 0, ae = 0;")
     out.append("  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {")
     out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
     out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
@@ -317,7 +325,10 @@ def direct_tile(fam, kind, mr):
         out.append(f"    {vt} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
         if by_step:
             out.append(f"    {vt} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
-    if fam["pairs"] == 4:  # pair j of step i is pair 4i + j
+    if fam.get("f32"):  # full steps: f32 activations from af (it holds steps [ab, ae)); pair j of step i is pair 4i + j
+        full = lambda r, j, half: f"_mm512_set1_ps(af{r}[8 * (i_ - ab) + {2 * j + (half == 'hi')}])"
+        rng = lambda r, j, half: f"moe__bf16_{half}_f32(moe__bcast_range(a{r}, 4 * i_ + {j}, k0, k1, 2, 2, 0))"
+    elif fam["pairs"] == 4:  # pair j of step i is pair 4i + j
         full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
         rng = lambda r, j: f"moe__bcast_range(a{r}, 4 * i_ + {j}, k0, k1, 2, 2, 0)"
     elif f == "fp8":
@@ -349,8 +360,19 @@ def direct_tile(fam, kind, mr):
         if f == "fp8":
             out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
             out += body(rng, "s0", lambda j: "c")
-        out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-        out += body(full, "i", lambda j: "c", pf)
+        if fam.get("f32"):  # the full steps in runs that af holds as f32, refilled where a run ends
+            out.append("    for (int64_t ib = lo, ie; ib < hi; ib = ie) {")
+            out.append("      if (ib >= ae) {")
+            out.append("        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;")
+            out.append("        " + " ".join(f"moe__bf16_run_f32(a{r}, 8 * ab, 8 * (ae - ab), af{r});" for r in range(mr)))
+            out.append("      }")
+            out.append("      ie = hi < ae ? hi : ae;")
+            out.append("      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)")
+            out += ["  " + l for l in body(full, "i", lambda j: "c", pf)]
+            out.append("    }")
+        else:
+            out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
+            out += body(full, "i", lambda j: "c", pf)
         out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
         out += body(rng, "hi", lambda j: "c")
     out.append("    {")
