@@ -618,12 +618,18 @@ MOE__AVX2_INLINE __m256i moe__bf16_bits_avx2(__m256i u) {
   const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
   return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40)), nan);
 }
+/* 8 values a step, their words packed into one 16-byte store (the last step's through a copy). */
 MOE__AVX2 void moe__f32_to_bf16_avx2(const float *src, uint16_t *dst, int64_t n) {
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i r = moe__bf16_bits_avx2(_mm256_castps_si256(_mm256_maskload_ps(src + i, moe__mask8(n - i))));
-    int32_t b[8];
-    _mm256_storeu_si256((__m256i *)(void *)b, r);
-    for (int j = 0; j < 8 && i + j < n; j++) dst[i + j] = (uint16_t)b[j];
+    const __m128i w = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+    if (n - i >= 8) {
+      _mm_storeu_si128((__m128i *)(void *)(dst + i), w);
+    } else {
+      uint16_t b[8];
+      _mm_storeu_si128((__m128i *)(void *)b, w);
+      memcpy(dst + i, b, (size_t)(n - i) * sizeof *b);
+    }
   }
 }
 #include "moe_tiers/transpose8.h" /* moe__word_transpose8_avx2, shared with GPTQ's importer */

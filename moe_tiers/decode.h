@@ -92,9 +92,9 @@ MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair(__m512i line, int j, __m512i 
  * dword c = column c's even k in its low word, odd k in its high word) -> f32 of 16 columns;
  * vpermps reads only the index's low 4 bits, so the bits above need no mask. The line is read
  * shift / 8 bytes further, which puts byte shift / 8 of every dword in its low byte: only the high
- * nibbles (shift % 8 = 4) cost a shift, half the shifts of a register's 7 (Intel's port 0, beside
- * port 5's permutes). The read ends up to 3 bytes past the line: inside the panel, whose group
- * scales follow its codes. */
+ * nibbles (shift % 8 = 4) cost a shift, 4 a line where a line in a register takes 7 (Intel's port
+ * 0, beside port 5's permutes). The read ends up to 3 bytes past the line: inside the panel, whose
+ * group scales follow its codes. */
 MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_at(const uint8_t *line, unsigned shift, __m512 table) {
   const __m512i x = _mm512_loadu_si512(line + shift / 8);
   return _mm512_permutexvar_ps(shift % 8 ? _mm512_srli_epi32(x, 4) : x, table);

@@ -370,6 +370,7 @@ static int test_row_ops(void) {
         /* with a NaN or Inf the scale says so and the codes are unspecified */
         CHECK(memcmp(&s1, &s2, 4) == 0 && (kind == 1 || kind == 2 || memcmp(q1, q2, (size_t)n) == 0),
               "%s quantize row n=%lld kind=%d", moe_isa_name((moe_isa)isa), (long long)n, kind);
+        test_poison(b2, n2);
         ref->to_bf16(x, b1, n);
         ops->to_bf16(x, b2, n);
         CHECK(memcmp(b1, b2, n2) == 0, "%s f32->bf16 n=%lld kind=%d", moe_isa_name((moe_isa)isa), (long long)n, kind);
