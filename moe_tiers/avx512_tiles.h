@@ -2825,8 +2825,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
       }
       { const int64_t i_ = i + 1;
       {

@@ -340,10 +340,11 @@ def direct_tile(fam, kind, mr):
     pf = [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {line // 64});" for p in range(kind["panels"])]
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if not a16:  # W4A8: exact int32 sums, any order; 1 row in two sets of steps
-        if by_step:
+        if by_step:  # two steps an iteration: its first step prefetches the lines of both
+            pf2 = [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {2 * line // 64});" for p in range(kind["panels"])]
             out.append("    int64_t i = lo;")
             out.append("    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
-            out += body(full, "i", lambda j: "c", pf)
+            out += body(full, "i", lambda j: "c", pf2)
             out += body(full, "i + 1", lambda j: "d")
             out.append("    }")
             out.append("    if (i < hi)")
