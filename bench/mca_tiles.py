@@ -60,7 +60,7 @@ def main_loop(body):
     if best is None or not any(DOT.search(x) for x in body[best[0]:best[1] + 1]):
         return []
     seg = body[best[0] + 1:best[1] + 1]
-    return [x for x in seg if x.strip() and not x.strip().startswith(".") and not re.match(r"^\.L", x)]
+    return [x for x in seg if x.strip() and not x.strip().startswith((".", "#")) and not re.match(r"^\.L", x)]
 
 
 def model(cpu, loop, iterations=200):

@@ -3051,35 +3051,35 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args 
         const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
         {
         const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3090,35 +3090,35 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args 
       const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
       const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       }
     {
@@ -3153,43 +3153,43 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
         const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
         {
         const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3200,43 +3200,43 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
       const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
       const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       }
     {
@@ -3273,51 +3273,51 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
         const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
         {
         const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3328,51 +3328,51 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
       const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
       const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       }
     {
@@ -3411,59 +3411,59 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
         const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
         {
         const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 1]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 1]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 0]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 0]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 3]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 3]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 2]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 2]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 5]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 5]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 4]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 4]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 7]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 7]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3474,59 +3474,59 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
       const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
       const __m512 v00 = moe__b4_f32_at(l00, 16, t), v01 = moe__b4_f32_at(l01, 16, t), v10 = moe__b4_f32_at(l10, 16, t), v11 = moe__b4_f32_at(l11, 16, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 0, t), v01 = moe__b4_f32_at(l01, 0, t), v10 = moe__b4_f32_at(l10, 0, t), v11 = moe__b4_f32_at(l11, 0, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 20, t), v01 = moe__b4_f32_at(l01, 20, t), v10 = moe__b4_f32_at(l10, 20, t), v11 = moe__b4_f32_at(l11, 20, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 4, t), v01 = moe__b4_f32_at(l01, 4, t), v10 = moe__b4_f32_at(l10, 4, t), v11 = moe__b4_f32_at(l11, 4, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 24, t), v01 = moe__b4_f32_at(l01, 24, t), v10 = moe__b4_f32_at(l10, 24, t), v11 = moe__b4_f32_at(l11, 24, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 8, t), v01 = moe__b4_f32_at(l01, 8, t), v10 = moe__b4_f32_at(l10, 8, t), v11 = moe__b4_f32_at(l11, 8, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 28, t), v01 = moe__b4_f32_at(l01, 28, t), v10 = moe__b4_f32_at(l10, 28, t), v11 = moe__b4_f32_at(l11, 28, t);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       }
     {
@@ -3586,35 +3586,35 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
         moe__b4_minus_zero(l11, zb[3], &e11, &o11);
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3630,35 +3630,35 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
       moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
       }
       }
     {
@@ -3700,43 +3700,43 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
         moe__b4_minus_zero(l11, zb[3], &e11, &o11);
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3752,43 +3752,43 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
       moe__b4_minus_zero(l11, zb[3], &e11, &o11);
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 16, t, t_hi), v01 = moe__b4_f32_minus(e01, 16, t, t_hi), v10 = moe__b4_f32_minus(e10, 16, t, t_hi), v11 = moe__b4_f32_minus(e11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 0, t, t_hi), v01 = moe__b4_f32_minus(e01, 0, t, t_hi), v10 = moe__b4_f32_minus(e10, 0, t, t_hi), v11 = moe__b4_f32_minus(e11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 16, t, t_hi), v01 = moe__b4_f32_minus(o01, 16, t, t_hi), v10 = moe__b4_f32_minus(o10, 16, t, t_hi), v11 = moe__b4_f32_minus(o11, 16, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 0, t, t_hi), v01 = moe__b4_f32_minus(o01, 0, t, t_hi), v10 = moe__b4_f32_minus(o10, 0, t, t_hi), v11 = moe__b4_f32_minus(o11, 0, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 24, t, t_hi), v01 = moe__b4_f32_minus(e01, 24, t, t_hi), v10 = moe__b4_f32_minus(e10, 24, t, t_hi), v11 = moe__b4_f32_minus(e11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(e00, 8, t, t_hi), v01 = moe__b4_f32_minus(e01, 8, t, t_hi), v10 = moe__b4_f32_minus(e10, 8, t, t_hi), v11 = moe__b4_f32_minus(e11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 24, t, t_hi), v01 = moe__b4_f32_minus(o01, 24, t, t_hi), v10 = moe__b4_f32_minus(o10, 24, t, t_hi), v11 = moe__b4_f32_minus(o11, 24, t, t_hi);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
       }
       }
     {
@@ -3827,51 +3827,51 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
         const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -3882,51 +3882,51 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
       const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
       }
       }
     {
@@ -3967,59 +3967,59 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
         const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 1]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 1]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 1]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 1]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 1]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 0]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 0]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 0]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 0]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 0]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 3]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 3]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 3]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 3]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 3]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 2]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 2]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 2]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 2]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 2]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 5]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 5]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 5]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 5]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 5]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 4]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 4]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 4]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 4]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 4]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 7]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 7]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 7]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 7]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 7]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         {
         const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
-        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+        { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+        { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
         moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
         moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
@@ -4030,59 +4030,59 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
       const uint8_t *l00 = w0 + 128 * (size_t)i_ + 0, *l01 = w0 + 128 * (size_t)i_ + 64, *l10 = w1 + 128 * (size_t)i_ + 0, *l11 = w1 + 128 * (size_t)i_ + 64;
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 16, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 16, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 16, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 16, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 0, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 0, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 0, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 0, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 20, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 20, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 20, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 20, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 4, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 4, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 4, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 4, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 24, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 24, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 24, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 24, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 8, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 8, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 8, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 8, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 28, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 28, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 28, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 28, t, zf[3]);
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_hi_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       {
       const __m512 v00 = moe__b4_f32_zero_at(l00, 12, t, zf[0]), v01 = moe__b4_f32_zero_at(l01, 12, t, zf[1]), v10 = moe__b4_f32_zero_at(l10, 12, t, zf[2]), v11 = moe__b4_f32_zero_at(l11, 12, t, zf[3]);
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = _mm512_fmadd_ps(a, v00, c0_0); c1_0 = _mm512_fmadd_ps(a, v01, c1_0); c2_0 = _mm512_fmadd_ps(a, v10, c2_0); c3_0 = _mm512_fmadd_ps(a, v11, c3_0); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = _mm512_fmadd_ps(a, v00, c0_1); c1_1 = _mm512_fmadd_ps(a, v01, c1_1); c2_1 = _mm512_fmadd_ps(a, v10, c2_1); c3_1 = _mm512_fmadd_ps(a, v11, c3_1); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = _mm512_fmadd_ps(a, v00, c0_2); c1_2 = _mm512_fmadd_ps(a, v01, c1_2); c2_2 = _mm512_fmadd_ps(a, v10, c2_2); c3_2 = _mm512_fmadd_ps(a, v11, c3_2); }
-      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = _mm512_fmadd_ps(a, v00, c0_3); c1_3 = _mm512_fmadd_ps(a, v01, c1_3); c2_3 = _mm512_fmadd_ps(a, v10, c2_3); c3_3 = _mm512_fmadd_ps(a, v11, c3_3); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
+      { const __m512 a = moe__bf16_lo_f32(moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0)); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
       }
       }
     {

@@ -272,7 +272,7 @@ def f32_step(fam, kind, mr, bcast, acc, prefetch):
             out.append("    {")
             out.append("    const __m512 " + ", ".join(f"v{p}{h} = {value(p, h, j, half)}" for p in range(np) for h in range(2)) + ";")
             for r in range(mr):
-                fmas = " ".join(f"{c}{2 * p + h}_{r} = _mm512_fmadd_ps(a, v{p}{h}, {c}{2 * p + h}_{r});" for p in range(np) for h in range(2))
+                fmas = " ".join(f"{c}{2 * p + h}_{r} = moe__fma({c}{2 * p + h}_{r}, a, v{p}{h});" for p in range(np) for h in range(2))
                 out.append(f"    {{ const __m512 a = {bcast(r, j, half)}; {fmas} }}")
             out.append("    }")
     return out + list(prefetch) + ["    }"]
