@@ -23,7 +23,7 @@ if [ "$1" = prepare ]; then
   [ -d "$b" ] || meson setup "$b" --buildtype=release -Donednn=disabled -Dexamples=false || exit 1
   ninja -C "$b" bench/bench_layer bench/bench_kernels bench/bench_stream tests/test_kernels tests/test_layer \
     tests/test_determinism || exit 1
-  git log -1 --format='%h %s' >"$b/commit.txt"
+  echo "$(git log -1 --format='%h %s')${CFLAGS:+ (CFLAGS=$CFLAGS)}" >"$b/commit.txt" # a variant build: CFLAGS=-D... at its first prepare
   mkdir -p "$b/lib"
   gomp=$(ldd "$b/bench/bench_layer" | sed -n 's/.*libgomp[^ ]* => \([^ ]*\).*/\1/p')
   [ -z "$gomp" ] || cp "$gomp" "$b/lib/"

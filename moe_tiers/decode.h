@@ -90,14 +90,24 @@ MOE__AVX512_BASE MOE__INLINE __m512bh moe__b4_pair(__m512i line, int j, __m512i 
 /* The f32 form (Intel's cores run two f32 FMAs per cycle, but a 512-bit vdpbf16ps only every
  * second cycle): the nibble at bit `shift` of every dword of the 4-bit line at `line` (layout (c):
  * dword c = column c's even k in its low word, odd k in its high word) -> f32 of 16 columns;
- * vpermps reads only the index's low 4 bits, so the bits above need no mask. The line is read
- * shift / 8 bytes further, which puts byte shift / 8 of every dword in its low byte: only the high
- * nibbles (shift % 8 = 4) cost a shift, 4 a line where a line in a register takes 7 (Intel's port
- * 0, beside port 5's permutes). The read ends up to 3 bytes past the line: inside the panel, whose
- * group scales follow its codes. */
+ * vpermps reads only the index's low 4 bits, so the bits above need no mask. Compilers fold the
+ * line's read into the shift. MOE__B4_OFFSET_READS 1 reads it shift / 8 bytes further instead,
+ * which puts byte shift / 8 of every dword in its low byte: only the high nibbles need a shift
+ * (16 a k step instead of 28; the read ends up to 3 bytes past the line, inside the panel, whose
+ * group scales follow its codes), but 3 reads in 4 split cache lines: 13 % slower on Zen 5, 16 %
+ * fewer cycles in llvm-mca's Sapphire Rapids model, which knows no splits; to be measured on Intel
+ * (docs/amx.md, seventeenth sitting; the slow suite's `offset_reads` tests it). */
+#ifndef MOE__B4_OFFSET_READS
+#define MOE__B4_OFFSET_READS 0
+#endif
 MOE__AVX512_BASE MOE__INLINE __m512 moe__b4_f32_at(const uint8_t *line, unsigned shift, __m512 table) {
+#if MOE__B4_OFFSET_READS
   const __m512i x = _mm512_loadu_si512(line + shift / 8);
   return _mm512_permutexvar_ps(shift % 8 ? _mm512_srli_epi32(x, 4) : x, table);
+#else
+  const __m512i x = _mm512_load_si512(line);
+  return _mm512_permutexvar_ps(shift ? _mm512_srli_epi32(x, shift) : x, table);
+#endif
 }
 #endif
 #ifdef MOE__HAVE_AVX2
