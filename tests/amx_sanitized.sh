@@ -9,11 +9,7 @@
 #   tests/amx_sanitized.sh SOURCE_DIR
 src=${1:?usage: amx_sanitized.sh SOURCE_DIR}
 cc=${CC:-cc}
-d=$(mktemp -d) || exit 1
-trap 'rm -rf "$d"' EXIT
-grep -q avx512bw /proc/cpuinfo || { echo "SKIP: the tile model needs AVX-512"; exit 77; }
-echo 'int main(void) { return 0; }' >"$d/probe.c"
-$cc -fsanitize=address,undefined "$d/probe.c" -o "$d/probe" 2>/dev/null || { echo "SKIP: no ASan/UBSan"; exit 77; }
+. "$src/tests/sanitized_setup.sh" # $d; skips without AVX-512 (the tile model's host) or the sanitizers
 omp=$($cc -fopenmp "$d/probe.c" -o "$d/probe" 2>/dev/null && echo -fopenmp)
 common="-O1 -g1 -std=c11 -D_FILE_OFFSET_BITS=64 -Wno-unused-function -DMOE_AMX_EMULATE -pthread"
 asan="$common -fsanitize=address,undefined -fno-sanitize-recover=all $omp"
