@@ -286,17 +286,17 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__bf16_hi_f32(__m512i pair) {
   return _mm512_castsi512_ps(_mm512_and_si512(pair, _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 MOE__AVX512_BASE MOE__INLINE __m512 moe__bf16_lo_f32(__m512i pair) { return _mm512_castsi512_ps(_mm512_slli_epi32(pair, 16)); }
-/* The f32 tiles' activations: elements [e, e + n) of a bf16 row (n a multiple of 8, at most
- * MOE__AF_K) as f32 in out, which every k step's FMAs then broadcast from memory: a load each,
- * where the pair above costs a vector op per k and row. */
-#define MOE__AF_K 512
-MOE__AVX512_BASE MOE__INLINE void moe__bf16_run_f32(const uint8_t *a, int64_t e, int64_t n, float *out) {
+/* bf16 -> f32 over n values (the row operation; also the f32 tiles' activations, MOE__AF_K at a
+ * time, which every k step's FMAs then broadcast from memory: a load each, where the pair above
+ * costs a vector op per k and row). */
+MOE__AVX512_BASE void moe__bf16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
-    const __m256i h = _mm256_maskz_loadu_epi16(m, a + 2 * (size_t)(e + i));
-    _mm512_store_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+    __mmask16 mk = moe__tail_mask(n - i);
+    __m512i v = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, src + i)), 16);
+    _mm512_mask_storeu_ps(dst + i, mk, _mm512_castsi512_ps(v));
   }
 }
+#define MOE__AF_K 512
 
 #include "moe_tiers/avx512_tiles.h" /* generated: tools/gen_tiles.py */
 
@@ -561,14 +561,6 @@ MOE__AVX512_BASE int64_t moe__pack_words_avx512(const uint8_t *const *src, int32
   }
   _mm_sfence();
   return k0;
-}
-
-MOE__AVX512_BASE void moe__bf16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 mk = moe__tail_mask(n - i);
-    __m512i v = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, src + i)), 16);
-    _mm512_mask_storeu_ps(dst + i, mk, _mm512_castsi512_ps(v));
-  }
 }
 
 /* acc[k] += y[k] over n floats. */

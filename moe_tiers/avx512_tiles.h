@@ -3043,7 +3043,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
@@ -3145,7 +3145,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a1 + 8 * ab, af1, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
@@ -3265,7 +3265,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a1 + 8 * ab, af1, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a2 + 8 * ab, af2, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
@@ -3403,7 +3403,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2); moe__bf16_run_f32(a3, 8 * ab, 8 * (ae - ab), af3);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a1 + 8 * ab, af1, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a2 + 8 * ab, af2, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a3 + 8 * ab, af3, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
@@ -3573,7 +3573,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
@@ -3687,7 +3687,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a1 + 8 * ab, af1, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
@@ -3819,7 +3819,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a1 + 8 * ab, af1, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a2 + 8 * ab, af2, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)
@@ -3959,7 +3959,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
     for (int64_t ib = lo, ie; ib < hi; ib = ie) {
       if (ib >= ae) {
         ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;
-        moe__bf16_run_f32(a0, 8 * ab, 8 * (ae - ab), af0); moe__bf16_run_f32(a1, 8 * ab, 8 * (ae - ab), af1); moe__bf16_run_f32(a2, 8 * ab, 8 * (ae - ab), af2); moe__bf16_run_f32(a3, 8 * ab, 8 * (ae - ab), af3);
+        moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a0 + 8 * ab, af0, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a1 + 8 * ab, af1, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a2 + 8 * ab, af2, 8 * (ae - ab)); moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a3 + 8 * ab, af3, 8 * (ae - ab));
       }
       ie = hi < ae ? hi : ae;
       MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)

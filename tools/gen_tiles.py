@@ -337,14 +337,14 @@ def direct_tile(fam, kind, mr):
     else:
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
         rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
-    pf = [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {line // 64});" for p in range(kind["panels"])]
+    prefetch = lambda steps: [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {steps * line // 64});" for p in range(kind["panels"])]
+    pf = prefetch(1)  # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_pf)
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if not a16:  # W4A8: exact int32 sums, any order; 1 row in two sets of steps
         if by_step:  # two steps an iteration: its first step prefetches the lines of both
-            pf2 = [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {2 * line // 64});" for p in range(kind["panels"])]
             out.append("    int64_t i = lo;")
             out.append("    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
-            out += body(full, "i", lambda j: "c", pf2)
+            out += body(full, "i", lambda j: "c", prefetch(2))
             out += body(full, "i + 1", lambda j: "d")
             out.append("    }")
             out.append("    if (i < hi)")
@@ -365,7 +365,7 @@ def direct_tile(fam, kind, mr):
             out.append("    for (int64_t ib = lo, ie; ib < hi; ib = ie) {")
             out.append("      if (ib >= ae) {")
             out.append("        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;")
-            out.append("        " + " ".join(f"moe__bf16_run_f32(a{r}, 8 * ab, 8 * (ae - ab), af{r});" for r in range(mr)))
+            out.append("        " + " ".join(f"moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a{r} + 8 * ab, af{r}, 8 * (ae - ab));" for r in range(mr)))
             out.append("      }")
             out.append("      ie = hi < ae ? hi : ae;")
             out.append("      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)")
