@@ -221,7 +221,9 @@ typedef struct moe__lowbit {
 
 #define MOE__LOWBIT_KB 512 /* k per block: every tile runs a block before the next block starts */
 
-#define MOE__LOWBIT_AHEAD 4096 /* bytes the first tile prefetches ahead of its loads, per panel */
+#ifndef MOE__LOWBIT_AHEAD /* bytes the first tile prefetches ahead of its loads, per panel (a build */
+#define MOE__LOWBIT_AHEAD 4096 /* may set it: 2-16 KB measured alike on Zen 5, eighteenth sitting)   */
+#endif
 
 /* What tile t prefetches as it steps through k (the address of step i is pf[p] + line bytes * i):
  * the first tile MOE__LOWBIT_AHEAD bytes ahead of its own loads (past a panel's end: the panel after

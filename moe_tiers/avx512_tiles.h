@@ -2095,6 +2095,70 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_1(const moe_gemm_args *
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->hi0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    if (g->kgroup % 8 == 0 && k0 % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1 && k0 + 2 * g->kgroup <= g->kred) {
+      const int64_t lo = k0 / 8, n = g->kgroup / 8;
+      __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps(), d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
+      MOE__NO_UNROLL for (int64_t i = lo; i < lo + n; i++) {
+        { const int64_t i_ = i;
+        const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+        const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+        const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+        const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+        const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)(2 * i_ - lo), 4);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)(2 * i_ - lo), 4);
+        }
+        { const int64_t i_ = i + n;
+        const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+        const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+        const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+        const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+        const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        }
+      }
+      {
+      const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+      moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+      }
+      {
+      const __m512 sc0 = moe__lowbit_scale(L, gi + 1, 0), sc1 = moe__lowbit_scale(L, gi + 1, 1), sc2 = moe__lowbit_scale(L, gi + 1, 2), sc3 = moe__lowbit_scale(L, gi + 1, 3);
+      moe__lowbit_finish(L, r0 + 0, 0, d0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, d1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, d2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, d3_0, sc3);
+      }
+      k0 += g->kgroup, gi++;
+      continue;
+    }
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
@@ -2439,6 +2503,82 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->lo0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    if (g->kgroup % 8 == 0 && k0 % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1 && k0 + 2 * g->kgroup <= g->kred) {
+      const int64_t lo = k0 / 8, n = g->kgroup / 8;
+      __m512i zb[4], zb2[4];
+      for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v), zb2[v] = moe__lowbit_zero_bytes(L, gi + 1, v);
+      __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps(), d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
+      MOE__NO_UNROLL for (int64_t i = lo; i < lo + n; i++) {
+        { const int64_t i_ = i;
+        const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+        __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+        moe__b4_minus_zero(l00, zb[0], &e00, &o00);
+        moe__b4_minus_zero(l01, zb[1], &e01, &o01);
+        moe__b4_minus_zero(l10, zb[2], &e10, &o10);
+        moe__b4_minus_zero(l11, zb[3], &e11, &o11);
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 0, t), v01 = moe__b4_pair_minus(e01, o01, 0, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 0, t), v11 = moe__b4_pair_minus(e11, o11, 0, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 1, t), v01 = moe__b4_pair_minus(e01, o01, 1, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 1, t), v11 = moe__b4_pair_minus(e11, o11, 1, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 2, t), v01 = moe__b4_pair_minus(e01, o01, 2, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 2, t), v11 = moe__b4_pair_minus(e11, o11, 2, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 3, t), v01 = moe__b4_pair_minus(e01, o01, 3, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+        }
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)(2 * i_ - lo), 4);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)(2 * i_ - lo), 4);
+        }
+        { const int64_t i_ = i + n;
+        const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+        __m512i e00, o00, e01, o01, e10, o10, e11, o11;
+        moe__b4_minus_zero(l00, zb2[0], &e00, &o00);
+        moe__b4_minus_zero(l01, zb2[1], &e01, &o01);
+        moe__b4_minus_zero(l10, zb2[2], &e10, &o10);
+        moe__b4_minus_zero(l11, zb2[3], &e11, &o11);
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 0, t), v01 = moe__b4_pair_minus(e01, o01, 0, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 0, t), v11 = moe__b4_pair_minus(e11, o11, 0, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 1, t), v01 = moe__b4_pair_minus(e01, o01, 1, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 1, t), v11 = moe__b4_pair_minus(e11, o11, 1, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 2, t), v01 = moe__b4_pair_minus(e01, o01, 2, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 2, t), v11 = moe__b4_pair_minus(e11, o11, 2, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        {
+        const __m512bh v00 = moe__b4_pair_minus(e00, o00, 3, t), v01 = moe__b4_pair_minus(e01, o01, 3, t);
+        const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
+        { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); d0_0 = moe__dpbf16(d0_0, a, v00); d1_0 = moe__dpbf16(d1_0, a, v01); d2_0 = moe__dpbf16(d2_0, a, v10); d3_0 = moe__dpbf16(d3_0, a, v11); }
+        }
+        }
+      }
+      {
+      const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+      moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+      }
+      {
+      const __m512 sc0 = moe__lowbit_scale(L, gi + 1, 0), sc1 = moe__lowbit_scale(L, gi + 1, 1), sc2 = moe__lowbit_scale(L, gi + 1, 2), sc3 = moe__lowbit_scale(L, gi + 1, 3);
+      moe__lowbit_finish(L, r0 + 0, 0, d0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, d1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, d2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, d3_0, sc3);
+      }
+      k0 += g->kgroup, gi++;
+      continue;
+    }
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
     __m512i zb[4];

@@ -152,6 +152,31 @@ static double compare(moe_gemm_ukernel test, moe_gemm_ukernel ref, int which, co
   return maxdiff / floor_;
 }
 
+/* Row m of a call run alone (a 1-row call) gives the bits it has in the call: a token's output must
+ * not depend on the rows beside it in its block, whatever tile heights the kernel cuts the block
+ * into (the layer's blocks change with the batch and the chunking). Not for the AMX tier, whose
+ * bf16-activation calls under MOE_AMX_MIN_ROWS rows run AVX-512 by design. */
+static void check_row_alone(moe_gemm_ukernel fn, int which, const moe_gemm_args *g, int32_t m, const char *what) {
+  const int64_t ldc = g->nr + 5;
+  float *all = run(fn, which, g, ldc), *one;
+  moe_gemm_args g1 = *g;
+  g1.mr = 1, g1.a = g->a + m, g1.lda = 0, g1.a_scale = g->a_scale + m;
+  if (g->row_weight) g1.row_weight = g->row_weight + m;
+  if (which == 2) { /* run() starts row 0 from row 0's pattern: shift row m's into place */
+    one = (float *)test_malloc((size_t)ldc * sizeof(float));
+    float *rows[1] = {one};
+    test_poison(one, (size_t)ldc * sizeof(float));
+    for (int32_t n = 0; n < g->nr; n++) one[n] = 0.25f * (float)(m - n % 7);
+    g1.c = one, g1.ldc = ldc, g1.c_rows = rows;
+    fn(&g1);
+  } else {
+    one = run(fn, which, &g1, ldc);
+  }
+  CHECK(memcmp(one, all + (size_t)m * (size_t)ldc, (size_t)g->nr * sizeof(float)) == 0, "%s: row %d alone differs from its bits in the call",
+        what, (int)m);
+  free(all), free(one);
+}
+
 /* ---- the sweep ------------------------------------------------------------------------------------- */
 typedef struct sweep_stats {
   int calls;
@@ -250,6 +275,7 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
                       test == ref ? 0.0 : tolerance(kc->p, which), what);
         if (rel > st->max_rel[which]) st->max_rel[which] = rel;
         st->calls++;
+        if (test->isa != MOE_ISA_AMX && g.mr > 1 && p == 0) check_row_alone(which == 1 ? test->gemm1 : test->gemm2, which, &g, (int32_t)(ri % (size_t)g.mr), what);
 #ifdef MOE__HAVE_AMX
         if (test->isa == MOE_ISA_AMX && p == calls - 1) { /* blocks in one call (the last: nr tails) */
           act_rows partner;
