@@ -388,7 +388,7 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, int f
 
 /* The low-bit kernels of the list: tiles of up to 4 rows x 64 columns (gemm1: 32 gate + 32 up;
  * gemm2: two panels, an odd last one as both), heights balanced over the call's rows. The fma
- * rows run the 4-bit bf16-activation codes through f32 FMAs (moe__b4_f32), which Intel's cores
+ * rows run the 4-bit bf16-activation codes through f32 FMAs (moe__b4_f32_at), which Intel's cores
  * prefer (moe__kernel_preferred). */
 #define MOE__LOWBIT_UKERNELS(attr, fam, tile1, tile2, sfx, prec, f32)                                        \
   attr void moe_##fam##_gemm1_ukernel_##tile1##__##sfx(const moe_gemm_args *g) {                             \

@@ -2095,7 +2095,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_1(const moe_gemm_args *
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->hi0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
-    if (g->kgroup % 8 == 0 && k0 % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1 && k0 + 2 * g->kgroup <= g->kred) {
+    if (g->kgroup % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1) { /* k0: a multiple of kgroup; kb1 <= kred */
       const int64_t lo = k0 / 8, n = g->kgroup / 8;
       __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps(), d0_0 = _mm512_setzero_ps(), d1_0 = _mm512_setzero_ps(), d2_0 = _mm512_setzero_ps(), d3_0 = _mm512_setzero_ps();
       MOE__NO_UNROLL for (int64_t i = lo; i < lo + n; i++) {
@@ -2503,7 +2503,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->lo0;
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
-    if (g->kgroup % 8 == 0 && k0 % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1 && k0 + 2 * g->kgroup <= g->kred) {
+    if (g->kgroup % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1) { /* k0: a multiple of kgroup; kb1 <= kred */
       const int64_t lo = k0 / 8, n = g->kgroup / 8;
       __m512i zb[4], zb2[4];
       for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v), zb2[v] = moe__lowbit_zero_bytes(L, gi + 1, v);

@@ -104,8 +104,8 @@ static void act_rows_free(act_rows *a) {
 
 /* ---- running and comparing one call --------------------------------------------------------------- */
 /* Runs fn and returns its output block: gemm1 overwrites a poisoned block; gemm2 adds into rows that
- * start from a known pattern. Around the mr x nr part: poison. */
-static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, int64_t ldc) {
+ * start from a known pattern (row m's that of row m0 + m). Around the mr x nr part: poison. */
+static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, int64_t ldc, int32_t m0) {
   size_t count = (size_t)(uint32_t)proto->mr * (size_t)(uint32_t)ldc;
   float *c = (float *)test_malloc(count * sizeof(float)), *rows[MOE_BLOCK_M];
   moe_gemm_args g = *proto;
@@ -113,7 +113,7 @@ static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, in
   if (which == 2)
     for (int32_t m = 0; m < proto->mr; m++) {
       rows[m] = c + m * ldc;
-      for (int32_t n = 0; n < proto->nr; n++) rows[m][n] = 0.25f * (float)(m - n % 7);
+      for (int32_t n = 0; n < proto->nr; n++) rows[m][n] = 0.25f * (float)(m0 + m - n % 7);
     }
   g.c = c, g.ldc = ldc, g.c_rows = rows;
   fn(&g);
@@ -125,7 +125,7 @@ static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, in
 static double compare(moe_gemm_ukernel test, moe_gemm_ukernel ref, int which, const moe_gemm_args *g, double tol,
                       const char *what) {
   int64_t ldc = g->nr + 5;
-  float *a = run(test, which, g, ldc), *b = run(ref, which, g, ldc);
+  float *a = run(test, which, g, ldc, 0), *b = run(ref, which, g, ldc, 0);
   double maxref = 0, maxdiff = 0, floor_;
   int bad = 0;
   for (int32_t m = 0; m < g->mr; m++)
@@ -158,20 +158,11 @@ static double compare(moe_gemm_ukernel test, moe_gemm_ukernel ref, int which, co
  * bf16-activation calls under MOE_AMX_MIN_ROWS rows run AVX-512 by design. */
 static void check_row_alone(moe_gemm_ukernel fn, int which, const moe_gemm_args *g, int32_t m, const char *what) {
   const int64_t ldc = g->nr + 5;
-  float *all = run(fn, which, g, ldc), *one;
   moe_gemm_args g1 = *g;
+  float *all = run(fn, which, g, ldc, 0), *one;
   g1.mr = 1, g1.a = g->a + m, g1.lda = 0, g1.a_scale = g->a_scale + m;
   if (g->row_weight) g1.row_weight = g->row_weight + m;
-  if (which == 2) { /* run() starts row 0 from row 0's pattern: shift row m's into place */
-    one = (float *)test_malloc((size_t)ldc * sizeof(float));
-    float *rows[1] = {one};
-    test_poison(one, (size_t)ldc * sizeof(float));
-    for (int32_t n = 0; n < g->nr; n++) one[n] = 0.25f * (float)(m - n % 7);
-    g1.c = one, g1.ldc = ldc, g1.c_rows = rows;
-    fn(&g1);
-  } else {
-    one = run(fn, which, &g1, ldc);
-  }
+  one = run(fn, which, &g1, ldc, m); /* gemm2 adds into row m's starting pattern */
   CHECK(memcmp(one, all + (size_t)m * (size_t)ldc, (size_t)g->nr * sizeof(float)) == 0, "%s: row %d alone differs from its bits in the call",
         what, (int)m);
   free(all), free(one);
@@ -695,7 +686,7 @@ static int test_amx_staging(void) {
 }
 #endif
 
-/* The f32 FMA rows (moe__b4_f32) against their vdpbf16ps siblings of the same tier: on Intel, whose
+/* The f32 FMA rows (moe__b4_f32_at) against their vdpbf16ps siblings of the same tier: on Intel, whose
  * vdpbf16ps adds its two exact products odd k first, each rounded, the bits must be the same (the
  * data has no subnormals, which vdpbf16ps flushes); elsewhere within the usual tolerance. Returns
  * the pairs compared. */

@@ -169,7 +169,7 @@ DIRECT = {
     ("bf16_qc4w", "avx512bf16"): dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True),
     ("qu8_qc4w", "avx512vnni"): dict(name="q4", kr=4, vec="__m512i", attr="MOE__AVX512_VNNI_FN", pairs=0),
     # the same 4-bit codes as f32 (vpermps) into f32 FMAs, odd k before even: vdpbf16ps's bits at
-    # twice its rate on Intel's cores (moe__b4_f32)
+    # twice its rate on Intel's cores (moe__b4_f32_at)
     ("bf16_mxfp4w", "avx512fma"): dict(name="b4f", kr=8, vec="__m512", attr="MOE__AVX512_BASE_FN", pairs=4, f32=True),
     ("bf16_qc4w", "avx512fma"): dict(name="i4f", kr=8, vec="__m512", attr="MOE__AVX512_BASE_FN", pairs=4, zero=True, f32=True),
 }
@@ -413,7 +413,7 @@ def paired_groups(fam, kind, mr):
     """Groups gi and gi + 1 together when both are whole steps inside the block (c: gi, d: gi + 1),
     finished in order; else the loop's one-group body below."""
     np, nacc = kind["panels"], 2 * kind["panels"]
-    out = ["    if (g->kgroup % 8 == 0 && k0 % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1 && k0 + 2 * g->kgroup <= g->kred) {",
+    out = ["    if (g->kgroup % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1) { /* k0: a multiple of kgroup; kb1 <= kred */",
            "      const int64_t lo = k0 / 8, n = g->kgroup / 8;"]
     if fam.get("zero"):
         out.append("      __m512i zb[4], zb2[4];")
