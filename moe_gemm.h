@@ -1182,8 +1182,8 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
                                 5, 32, 2, 5, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                            \
   MOE__IF_AVX512(MOE__IF_INT8(X(MOE_PREC_INT8, MOE_ISA_AVX512, qu8_qc8w, 5x32c4, 5x64c4_12x32c4, avx512vnni,            \
                                 5, 32, 4, 5, 64, MOE__F_AVX512_VNNI, "vpdpbusd")))                             \
-  MOE__IF_AVX512(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX512, bf16_fp8w, 4x32c2, 4x64c2, avx512bf16,             \
-                               4, 32, 2, 4, 64, MOE__F_AVX512_BF16_VBMI, "vdpbf16ps")))                        \
+  MOE__IF_AVX512(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX512, bf16_fp8w, 5x32c2, 5x64c2, avx512bf16,             \
+                               5, 32, 2, 5, 64, MOE__F_AVX512_BF16_VBMI, "vdpbf16ps")))                        \
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX512, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni,       \
                                 4, 32, 4, 4, 64, MOE__F_AVX512_VNNI, "vpdpbusd")))                             \
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 4x32c2, 4x64c2, avx512bf16,     \

@@ -2072,9 +2072,99 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *
   }
 }
 
-/* fp8 pair over any mr: tiles of at most 4 rows, heights balanced */
+/* fp8 pair, 5 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_5(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                             const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const moe__tables t = *L->tab;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t s0 = k0 / 2, lo = (k0 + 1) / 2, hi = k1 / 2, s1 = (k1 + 1) / 2;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps(), c2_4 = _mm512_setzero_ps(), c3_4 = _mm512_setzero_ps();
+    if (s0 < lo) /* the group starts inside a pair: only its element k0 */
+      { const int64_t i_ = s0;
+      {
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, i_, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, i_, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      }
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      {
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i_); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i_); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      {
+      __m512bh v00, v01;
+      moe__fp8_line(w0 + 64 * (size_t)i_, &t, &v00, &v01);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, i_, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      __m512bh v10, v11;
+      moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, i_, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, i_, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, i_, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, i_, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, i_, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
+    moe__lowbit_finish(L, r0 + 4, 0, c0_4, sc0); moe__lowbit_finish(L, r0 + 4, 1, c1_4, sc1); moe__lowbit_finish(L, r0 + 4, 2, c2_4, sc2); moe__lowbit_finish(L, r0 + 4, 3, c3_4, sc3);
+    }
+  }
+}
+
+/* fp8 pair over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_FP8_FN void moe__fp8_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
+  const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
     const uint8_t *pf[2];
@@ -2083,7 +2173,8 @@ MOE__AVX512_FP8_FN void moe__fp8_pair_rows(const moe_gemm_args *g, const moe__lo
     case 1: moe__fp8_pair_tile_1(g, r0, L, pf); break;
     case 2: moe__fp8_pair_tile_2(g, r0, L, pf); break;
     case 3: moe__fp8_pair_tile_3(g, r0, L, pf); break;
-    default: moe__fp8_pair_tile_4(g, r0, L, pf); break;
+    case 4: moe__fp8_pair_tile_4(g, r0, L, pf); break;
+    default: moe__fp8_pair_tile_5(g, r0, L, pf); break;
     }
     r0 += rows;
   }

@@ -161,7 +161,7 @@ def rows(prec, kind):
 LOWBIT = dict(name="pair", panels=2, doc="two panels in lockstep, sums scaled into the totals")
 
 # Low-bit tiles: the codes are decoded in registers at each k step (every weight byte is read once
-# from memory; tiles of up to 4 rows decode it again from cache, beside their dot products). One
+# from memory; tiles of up to 4 rows, FP8's 5, decode it again from cache, beside their dot products). One
 # call per tile and k block of whole scale groups (moe__lowbit).
 DIRECT = {
     ("bf16_fp8w", "avx512bf16"): dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
