@@ -199,8 +199,9 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
 /* ---- the low-bit tiles ---------------------------------------------------------------------------
  * FP8, INT4 and MXFP4 tiles decode their codes in registers at every k step (byte permutes: layouts
  * (b)-(d)) into bf16 pairs or W4A8's unsigned int8 quads, and run the dot products of up to 4 rows
- * (FP8: 5, one panel at a time; Zen 5's layer 4-5 % faster than 4) on them. A call runs k in blocks of whole scale groups (MOE__LOWBIT_KB), every tile through a
- * block before the next block starts; within a block a tile goes group by group, its sums start at
+ * on them (FP8: 5, one panel at a time; Zen 5's layer 4-5 % faster than with 4). A call runs k in
+ * blocks of whole scale groups (MOE__LOWBIT_KB), every tile through a block before the next block
+ * starts; within a block a tile goes group by group, its sums start at
  * zero and at the group's end are scaled into the totals:
  *   tot[r][c] = fma(sum, scale[c], tot[r][c])
  * so every row's bits are the same whatever rows share its tile. The decode is redone per tile
@@ -355,7 +356,8 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_heads(const moe__lowbit *L, int 
 }
 
 /* One low-bit GEMM call (p a compile-time constant in each kernel): gemm1 over the gate and up
- * panels, gemm2 over one or two panels; tiles of up to 4 rows (FP8: 5), each over every scale group. */
+ * panels, gemm2 over one or two panels; tiles of up to 4 rows (FP8: 5), each over every scale
+ * group. */
 /* A call's panels (np: 1 or 2; a single, last, odd gemm2 panel serves as both panels of the two-panel
  * tiles, its second half not stored): codes, group scales and zero points. */
 static inline MOE__INLINE void moe__lowbit_init(moe_precision p, const moe_gemm_args *g, int np, const moe__tables *tab, float *tot,

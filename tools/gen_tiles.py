@@ -161,8 +161,8 @@ def rows(prec, kind):
 LOWBIT = dict(name="pair", panels=2, doc="two panels in lockstep, sums scaled into the totals")
 
 # Low-bit tiles: the codes are decoded in registers at each k step (every weight byte is read once
-# from memory; tiles of up to 4 rows, FP8's 5, decode it again from cache, beside their dot products). One
-# call per tile and k block of whole scale groups (moe__lowbit).
+# from memory; tiles of up to 4 rows, FP8's 5, decode it again from cache, beside their dot
+# products). One call per tile and k block of whole scale groups (moe__lowbit).
 DIRECT = {
     ("bf16_fp8w", "avx512bf16"): dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
     ("bf16_mxfp4w", "avx512bf16"): dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
