@@ -122,8 +122,9 @@ static float *run(moe_gemm_ukernel fn, int which, const moe_gemm_args *proto, in
 
 /* test runs test, ref runs ref: every one of mr x nr written, finite and within tol of ref (relative
  * to the block's largest output), nothing past nr. Returns the max difference relative to that. */
+/* keep: when not NULL, receives test's output (ldc = nr + 5) instead of freeing it. */
 static double compare(moe_gemm_ukernel test, moe_gemm_ukernel ref, int which, const moe_gemm_args *g, double tol,
-                      const char *what) {
+                      const char *what, float **keep) {
   int64_t ldc = g->nr + 5;
   float *a = run(test, which, g, ldc, 0), *b = run(ref, which, g, ldc, 0);
   double maxref = 0, maxdiff = 0, floor_;
@@ -148,7 +149,9 @@ static double compare(moe_gemm_ukernel test, moe_gemm_ukernel ref, int which, co
   /* outputs are O(1); the floor covers a block that happens to cancel */
   floor_ = maxref > 1e-3 ? maxref : 1e-3;
   CHECK(maxdiff <= tol * floor_, "%s: max diff %.3g vs max %.3g (tol %.1g)", what, maxdiff, maxref, tol);
-  free(a), free(b);
+  if (keep) *keep = a;
+  else free(a);
+  free(b);
   return maxdiff / floor_;
 }
 
@@ -156,10 +159,10 @@ static double compare(moe_gemm_ukernel test, moe_gemm_ukernel ref, int which, co
  * not depend on the rows beside it in its block, whatever tile heights the kernel cuts the block
  * into (the layer's blocks change with the batch and the chunking). Not for the AMX tier, whose
  * bf16-activation calls under MOE_AMX_MIN_ROWS rows run AVX-512 by design. */
-static void check_row_alone(moe_gemm_ukernel fn, int which, const moe_gemm_args *g, int32_t m, const char *what) {
-  const int64_t ldc = g->nr + 5;
+static void check_row_alone(moe_gemm_ukernel fn, int which, const moe_gemm_args *g, float *all, int32_t m, const char *what) {
+  const int64_t ldc = g->nr + 5; /* all: fn's output of the whole call (compare's keep) */
   moe_gemm_args g1 = *g;
-  float *all = run(fn, which, g, ldc, 0), *one;
+  float *one;
   g1.mr = 1, g1.a = g->a + m, g1.lda = 0, g1.a_scale = g->a_scale + m;
   if (g->row_weight) g1.row_weight = g->row_weight + m;
   one = run(fn, which, &g1, ldc, m); /* gemm2 adds into row m's starting pattern */
@@ -259,14 +262,16 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
       for (int64_t p = 0; p < calls; p++) {
         moe_gemm_args g = args_of(&ex, &kw, which, p, ncols, &a, (int)ri);
         char what[256];
+        const int alone = test->isa != MOE_ISA_AMX && g.mr > 1 && p == 0; /* a row alone too */
+        float *all = NULL;
         double rel;
         snprintf(what, sizeof what, "%s gemm%d %s N=%lld K=%lld mr=%d call=%lld act=%d lda=%lld", test->name, which,
                  kc->lay.name, (long long)kc->N, (long long)kc->K, (int)g.mr, (long long)p, (int)g.act, (long long)g.lda);
         rel = compare(which == 1 ? test->gemm1 : test->gemm2, which == 1 ? ref->gemm1 : ref->gemm2, which, &g,
-                      test == ref ? 0.0 : tolerance(kc->p, which), what);
+                      test == ref ? 0.0 : tolerance(kc->p, which), what, alone ? &all : NULL);
         if (rel > st->max_rel[which]) st->max_rel[which] = rel;
         st->calls++;
-        if (test->isa != MOE_ISA_AMX && g.mr > 1 && p == 0) check_row_alone(which == 1 ? test->gemm1 : test->gemm2, which, &g, (int32_t)(ri % (size_t)g.mr), what);
+        if (alone) check_row_alone(which == 1 ? test->gemm1 : test->gemm2, which, &g, all, (int32_t)(ri % (size_t)g.mr), what);
 #ifdef MOE__HAVE_AMX
         if (test->isa == MOE_ISA_AMX && p == calls - 1) { /* blocks in one call (the last: nr tails) */
           act_rows partner;
@@ -278,7 +283,7 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
                    test->name, mb.nb, mb.pos, (int)partner.mr, which, kc->lay.name, (long long)kc->N,
                    (long long)kc->K, (int)g.mr, (long long)p);
           rel = compare(which == 1 ? mb_gemm1 : mb_gemm2, which == 1 ? ref->gemm1 : ref->gemm2, which, &g,
-                        tolerance(kc->p, which), what);
+                        tolerance(kc->p, which), what, NULL);
           if (rel > st->max_rel[which]) st->max_rel[which] = rel;
           st->calls++;
           act_rows_free(&partner);
