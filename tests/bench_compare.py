@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/compare.py on made-up rounds: cases meet by what they measure, a cell lists every round,
 the ratio is of the medians, a case only one side measured is left out, no common case is an
-error, and --split-probe compares the rounds below and above a probe level apart. Plain asserts (no pytest): run by Meson as `bench_compare`."""
+error, and --split-probe compares the rounds below and above a probe level apart. Plain asserts
+(no pytest): run by Meson as `bench_compare`."""
 import contextlib
 import io
 import json
