@@ -226,14 +226,34 @@ typedef struct moe__lowbit {
 #define MOE__LOWBIT_AHEAD 4096 /* may set it: 2-16 KB measured alike on Zen 5, eighteenth sitting)   */
 #endif
 
-/* What tile t prefetches as it steps through k (the address of step i is pf[p] + line bytes * i):
- * the first tile MOE__LOWBIT_AHEAD bytes ahead of its own loads (past a panel's end: the panel after
- * it, which the caller usually reads next); the second the panels the caller reads next (w_next),
- * so DRAM keeps streaming while the later tiles run from cache; the others, lines already cached. */
-static inline MOE__INLINE void moe__lowbit_pf(const moe_gemm_args *g, const moe__lowbit *L, int32_t t, const uint8_t *pf[2]) {
-  const int next = t == 1 && g->w_next;
-  pf[0] = next ? g->w_next : L->w0 + MOE__LOWBIT_AHEAD;
-  pf[1] = next ? (g->w_next_bytes > g->panel_bytes ? g->w_next + g->panel_bytes : g->w_next) : L->w1 + MOE__LOWBIT_AHEAD;
+/* A tile's prefetch stream over one panel: the lines at `at` + a step's offset, and from the panel's
+ * end on (its scales included) the same offsets into the panel the caller reads next. Linear
+ * addresses would run the gate panel's stream into the up panel, which is streaming already, and
+ * leave the next call's up panel to start cold (a harness of 32 KB panel pairs on Zen 5: 27 -> 33
+ * GB/s on one core; docs/amx.md, twenty-first sitting). */
+typedef struct moe__ahead {
+  uintptr_t at, end, next;
+} moe__ahead;
+static inline MOE__INLINE const uint8_t *moe__ahead_at(const moe__ahead *s, size_t off) {
+  const uintptr_t a = s->at + off;
+  return (const uint8_t *)(a < s->end ? a : a - s->end + s->next);
+}
+
+/* What tile t prefetches as it steps through k (moe__ahead_at(&pf[p], line bytes * step)): the first
+ * tile MOE__LOWBIT_AHEAD bytes ahead of its own loads, then into the panels the caller reads next
+ * (w_next); the second those next panels from their start, so DRAM keeps streaming while the later
+ * tiles run from cache; the others, as the first, lines already cached. */
+static inline MOE__INLINE void moe__lowbit_pf(const moe_gemm_args *g, const moe__lowbit *L, int32_t t, moe__ahead pf[2]) {
+  for (int q = 0; q < 2; q++) {
+    const uint8_t *own = q ? L->w1 : L->w0;
+    const uint8_t *next = !g->w_next ? NULL : q && g->w_next_bytes > g->panel_bytes ? g->w_next + g->panel_bytes : g->w_next;
+    if (t == 1 && next) {
+      pf[q].at = (uintptr_t)next, pf[q].end = UINTPTR_MAX, pf[q].next = 0;
+    } else {
+      pf[q].at = (uintptr_t)own + MOE__LOWBIT_AHEAD, pf[q].end = (uintptr_t)own + g->panel_bytes;
+      pf[q].next = next ? (uintptr_t)next : pf[q].end; /* no next call: on past the panel, as before */
+    }
+  }
 }
 
 /* The group scale of the tile's 16-column vector v (panel v / 2, columns 16 (v % 2) ..) for group

@@ -1848,7 +1848,7 @@ MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
 
 /* fp8 pair, 1 row: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const uint8_t *const *pf) {
+                                             const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const moe__tables t = *L->tab;
@@ -1875,8 +1875,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_1(const moe_gemm_args *
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -1897,7 +1897,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_1(const moe_gemm_args *
 
 /* fp8 pair, 2 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const uint8_t *const *pf) {
+                                             const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const moe__tables t = *L->tab;
@@ -1927,8 +1927,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_2(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -1951,7 +1951,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_2(const moe_gemm_args *
 
 /* fp8 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const uint8_t *const *pf) {
+                                             const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const moe__tables t = *L->tab;
@@ -1984,8 +1984,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2010,7 +2010,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_3(const moe_gemm_args *
 
 /* fp8 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const uint8_t *const *pf) {
+                                             const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const moe__tables t = *L->tab;
@@ -2046,8 +2046,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2074,7 +2074,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *
 
 /* fp8 pair, 5 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_5(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const uint8_t *const *pf) {
+                                             const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const moe__tables t = *L->tab;
@@ -2127,8 +2127,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_5(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a4, i_); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2167,7 +2167,7 @@ MOE__AVX512_FP8_FN void moe__fp8_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const uint8_t *pf[2];
+    moe__ahead pf[2];
     moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
     case 1: moe__fp8_pair_tile_1(g, r0, L, pf); break;
@@ -2181,7 +2181,7 @@ MOE__AVX512_FP8_FN void moe__fp8_pair_rows(const moe_gemm_args *g, const moe__lo
 }
 /* b4 pair, 1 row: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->hi0;
@@ -2212,8 +2212,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_1(const moe_gemm_args *
         const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
         { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)(2 * i_ - lo), 4);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)(2 * i_ - lo), 4);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)(2 * i_ - lo)), 4);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)(2 * i_ - lo)), 4);
         }
         { const int64_t i_ = i + n;
         const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -2276,8 +2276,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_1(const moe_gemm_args *
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2312,7 +2312,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_1(const moe_gemm_args *
 
 /* b4 pair, 2 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->hi0;
@@ -2348,8 +2348,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_2(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2389,7 +2389,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_2(const moe_gemm_args *
 
 /* b4 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->hi0;
@@ -2430,8 +2430,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2476,7 +2476,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_3(const moe_gemm_args *
 
 /* b4 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->hi0;
@@ -2522,8 +2522,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2576,7 +2576,7 @@ MOE__AVX512_BF16_FN void moe__b4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const uint8_t *pf[2];
+    moe__ahead pf[2];
     moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
     case 1: moe__b4_pair_tile_1(g, r0, L, pf); break;
@@ -2589,7 +2589,7 @@ MOE__AVX512_BF16_FN void moe__b4_pair_rows(const moe_gemm_args *g, const moe__lo
 }
 /* i4 pair, 1 row: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512i t = L->tab->lo0;
@@ -2627,8 +2627,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
         const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
         { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)(2 * i_ - lo), 4);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)(2 * i_ - lo), 4);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)(2 * i_ - lo)), 4);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)(2 * i_ - lo)), 4);
         }
         { const int64_t i_ = i + n;
         const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
@@ -2703,8 +2703,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
       const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2744,7 +2744,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
 
 /* i4 pair, 2 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512i t = L->tab->lo0;
@@ -2787,8 +2787,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_2(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2833,7 +2833,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_2(const moe_gemm_args *
 
 /* i4 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->lo0;
@@ -2876,8 +2876,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2922,7 +2922,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
 
 /* i4 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->lo0;
@@ -2970,8 +2970,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3024,7 +3024,7 @@ MOE__AVX512_BF16_FN void moe__i4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const uint8_t *pf[2];
+    moe__ahead pf[2];
     moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
     case 1: moe__i4_pair_tile_1(g, r0, L, pf); break;
@@ -3037,7 +3037,7 @@ MOE__AVX512_BF16_FN void moe__i4_pair_rows(const moe_gemm_args *g, const moe__lo
 }
 /* q4 pair, 1 row: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
@@ -3056,8 +3056,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 2);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 2);
       }
       { const int64_t i_ = i + 1;
       {
@@ -3100,7 +3100,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
 
 /* q4 pair, 2 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
@@ -3119,8 +3119,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_2(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3144,7 +3144,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_2(const moe_gemm_args *
 
 /* q4 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
@@ -3165,8 +3165,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3192,7 +3192,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *
 
 /* q4 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
@@ -3215,8 +3215,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3247,7 +3247,7 @@ MOE__AVX512_VNNI_FN void moe__q4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const uint8_t *pf[2];
+    moe__ahead pf[2];
     moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
     case 1: moe__q4_pair_tile_1(g, r0, L, pf); break;
@@ -3260,7 +3260,7 @@ MOE__AVX512_VNNI_FN void moe__q4_pair_rows(const moe_gemm_args *g, const moe__lo
 }
 /* b4f pair, 1 row: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512 t = L->tab->f32;
@@ -3312,8 +3312,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args 
         const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3361,7 +3361,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args 
 
 /* b4f pair, 2 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512 t = L->tab->f32;
@@ -3422,8 +3422,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3480,7 +3480,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
 
 /* b4f pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512 t = L->tab->f32;
@@ -3550,8 +3550,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3617,7 +3617,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
 
 /* b4f pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512 t = L->tab->f32;
@@ -3696,8 +3696,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3775,7 +3775,7 @@ MOE__AVX512_BASE_FN void moe__b4f_pair_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const uint8_t *pf[2];
+    moe__ahead pf[2];
     moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
     case 1: moe__b4f_pair_tile_1(g, r0, L, pf); break;
@@ -3788,7 +3788,7 @@ MOE__AVX512_BASE_FN void moe__b4f_pair_rows(const moe_gemm_args *g, const moe__l
 }
 /* i4f pair, 1 row: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0];
   const __m512 t = L->tab->f32, t_hi = L->tab->f32_hi;
@@ -3847,8 +3847,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
         const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3901,7 +3901,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
 
 /* i4f pair, 2 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1];
   const __m512 t = L->tab->f32, t_hi = L->tab->f32_hi;
@@ -3969,8 +3969,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -4032,7 +4032,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
 
 /* i4f pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512 t = L->tab->f32;
@@ -4104,8 +4104,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -4171,7 +4171,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
 
 /* i4f pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const uint8_t *const *pf) {
+                                              const moe__ahead *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512 t = L->tab->f32;
@@ -4252,8 +4252,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -4331,7 +4331,7 @@ MOE__AVX512_BASE_FN void moe__i4f_pair_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const uint8_t *pf[2];
+    moe__ahead pf[2];
     moe__lowbit_pf(g, L, t, pf);
     switch (rows) {
     case 1: moe__i4f_pair_tile_1(g, r0, L, pf); break;

@@ -298,7 +298,7 @@ def direct_tile(fam, kind, mr):
     vt = "__m512" if a16 else "__m512i"
     out = [f"/* {f} {k}, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
            f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_tile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,",
-           f"{' ' * len(fam['attr'])}                           const uint8_t *const *pf) {{",
+           f"{' ' * len(fam['attr'])}                           const moe__ahead *pf) {{",
            "  const uint8_t *w0 = L->w0" + (", *w1 = L->w1;" if kind["panels"] == 2 else ";"),
            "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";"]
     if f == "fp8":
@@ -341,7 +341,7 @@ def direct_tile(fam, kind, mr):
     else:
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
         rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
-    prefetch = lambda steps: [f"    moe__prefetch_ahead(pf[{p}] + {line} * (size_t)i_, {steps * line // 64});" for p in range(kind["panels"])]
+    prefetch = lambda steps: [f"    moe__prefetch_ahead(moe__ahead_at(&pf[{p}], {line} * (size_t)i_), {steps * line // 64});" for p in range(kind["panels"])]
     pf = prefetch(1)  # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_pf)
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if not a16:  # W4A8: exact int32 sums, any order; 1 row in two sets of steps
@@ -422,7 +422,7 @@ def paired_groups(fam, kind, mr):
         out.append("      __m512 " + ", ".join(f"{c}{v}_{r} = _mm512_setzero_ps()" for c in "cd" for v in range(nacc)) + ";")
     full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
     # the two steps' worth of lines in k order (lo + 2 (i - lo) ..): the stream stays sequential
-    pf = [f"    moe__prefetch_ahead(pf[{p}] + 128 * (size_t)(2 * i_ - lo), 4);" for p in range(np)]
+    pf = [f"    moe__prefetch_ahead(moe__ahead_at(&pf[{p}], 128 * (size_t)(2 * i_ - lo)), 4);" for p in range(np)]
     out.append("      MOE__NO_UNROLL for (int64_t i = lo; i < lo + n; i++) {")
     out += ["    " + l for l in direct_step(fam, kind, mr, full, "i", lambda j: "c", pf)]
     out += ["    " + l for l in direct_step(fam, kind, mr, full, "i + n", lambda j: "d", zb="zb2")]
@@ -442,7 +442,7 @@ def direct_rows(fam, kind):
            f"  const int32_t tiles = (g->mr + {n - 1}) / {n};",
            "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
            "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
-           "    const uint8_t *pf[2];",
+           "    moe__ahead pf[2];",
            "    moe__lowbit_pf(g, L, t, pf);",
            "    switch (rows) {"]
     out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, pf); break;" for m in range(1, n)]
