@@ -232,11 +232,11 @@ typedef struct moe__lowbit {
  * leave the next call's up panel to start cold (a harness of 32 KB panel pairs on Zen 5: 27 -> 33
  * GB/s on one core; docs/amx.md, twenty-first sitting). */
 typedef struct moe__ahead {
-  uintptr_t at, end, next;
+  uintptr_t at, end, jump; /* jump: the next panel's start less the panel's end (mod 2^64) */
 } moe__ahead;
 static inline MOE__INLINE const uint8_t *moe__ahead_at(const moe__ahead *s, size_t off) {
   const uintptr_t a = s->at + off;
-  return (const uint8_t *)(a < s->end ? a : a - s->end + s->next);
+  return (const uint8_t *)(a + (a < s->end ? 0 : s->jump));
 }
 
 /* What tile t prefetches as it steps through k (moe__ahead_at(&pf[p], line bytes * step)): the first
@@ -248,10 +248,10 @@ static inline MOE__INLINE void moe__lowbit_pf(const moe_gemm_args *g, const moe_
     const uint8_t *own = q ? L->w1 : L->w0;
     const uint8_t *next = !g->w_next ? NULL : q && g->w_next_bytes > g->panel_bytes ? g->w_next + g->panel_bytes : g->w_next;
     if (t == 1 && next) {
-      pf[q].at = (uintptr_t)next, pf[q].end = UINTPTR_MAX, pf[q].next = 0;
+      pf[q].at = (uintptr_t)next, pf[q].end = UINTPTR_MAX, pf[q].jump = 0;
     } else {
       pf[q].at = (uintptr_t)own + MOE__LOWBIT_AHEAD, pf[q].end = (uintptr_t)own + g->panel_bytes;
-      pf[q].next = next ? (uintptr_t)next : pf[q].end; /* no next call: on past the panel, as before */
+      pf[q].jump = next ? (uintptr_t)next - pf[q].end : 0; /* no next call: on past the panel, as before */
     }
   }
 }
