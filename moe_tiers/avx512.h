@@ -226,11 +226,12 @@ typedef struct moe__lowbit {
 #define MOE__LOWBIT_AHEAD 4096 /* may set it: 2-16 KB measured alike on Zen 5, eighteenth sitting)   */
 #endif
 
-/* A tile's prefetch stream over one panel: the lines at `at` + a step's offset, and from the panel's
- * end on (its scales included) the same offsets into the panel the caller reads next. Linear
- * addresses would run the gate panel's stream into the up panel, which is streaming already, and
- * leave the next call's up panel to start cold (a harness of 32 KB panel pairs on Zen 5: 27 -> 33
- * GB/s on one core; docs/amx.md, twenty-first sitting). */
+/* A tile's prefetch stream over one panel: the lines at `at` + a step's offset, and from the end of
+ * the panel's codes on the same offsets into the panel the caller reads next. Linear addresses
+ * would run over the panel's scales (prefetched at the call's start) and the gate panel's stream
+ * into the up panel, which is streaming already, and leave the next call's up panel to start cold
+ * (a harness of 32 KB panel pairs on one Zen 5 core: 27 -> 33 GB/s; docs/amx.md, twenty-first
+ * sitting). */
 typedef struct moe__ahead {
   uintptr_t at, end, jump; /* jump: the next panel's start less the panel's end (mod 2^64) */
 } moe__ahead;
@@ -250,7 +251,7 @@ static inline MOE__INLINE void moe__lowbit_pf(const moe_gemm_args *g, const moe_
     if (t == 1 && next) {
       pf[q].at = (uintptr_t)next, pf[q].end = UINTPTR_MAX, pf[q].jump = 0;
     } else {
-      pf[q].at = (uintptr_t)own + MOE__LOWBIT_AHEAD, pf[q].end = (uintptr_t)own + g->panel_bytes;
+      pf[q].at = (uintptr_t)own + MOE__LOWBIT_AHEAD, pf[q].end = (uintptr_t)own + moe__meta_offset(L->p, g->kpad);
       pf[q].jump = next ? (uintptr_t)next - pf[q].end : 0; /* no next call: on past the panel, as before */
     }
   }
