@@ -210,22 +210,6 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
  * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
  * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
  * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
-typedef struct moe__lowbit {
-  moe_precision p;
-  const uint8_t *w0, *w1;        /* the panels' codes                                           */
-  const uint8_t *meta[2];        /* the panels' group scales (f32, or e8m0 bytes)               */
-  const uint8_t *zeros[2];       /* INT4: the panels' zero points                               */
-  const struct moe__tables *tab; /* the decoder's tables                                        */
-  float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
-  int64_t kb0, kb1;              /* the k block the tiles run now (whole scale groups)          */
-} moe__lowbit;
-
-#define MOE__LOWBIT_KB 512 /* k per block: every tile runs a block before the next block starts */
-
-#ifndef MOE__LOWBIT_AHEAD /* bytes the first tile prefetches ahead of its loads, per panel (a build */
-#define MOE__LOWBIT_AHEAD 4096 /* may set it: 2-16 KB measured alike on Zen 5, eighteenth sitting)   */
-#endif
-
 /* A tile's prefetch stream over one panel: the lines at `at` + a step's offset, and from the end of
  * the panel's codes on the same offsets into the panel the caller reads next. Linear addresses
  * would run over the panel's scales (prefetched at the call's start) and the gate panel's stream
@@ -240,20 +224,38 @@ static inline MOE__INLINE const uint8_t *moe__ahead_at(const moe__ahead *s, size
   return (const uint8_t *)(a + (a < s->end ? 0 : s->jump));
 }
 
-/* What tile t prefetches as it steps through k (moe__ahead_at(&pf[p], line bytes * step)): the first
- * tile MOE__LOWBIT_AHEAD bytes ahead of its own loads, then into the panels the caller reads next
- * (w_next); the second those next panels from their start, so DRAM keeps streaming while the later
- * tiles run from cache; the others, as the first, lines already cached. */
-static inline MOE__INLINE void moe__lowbit_pf(const moe_gemm_args *g, const moe__lowbit *L, int32_t t, moe__ahead pf[2]) {
+typedef struct moe__lowbit {
+  moe_precision p;
+  const uint8_t *w0, *w1;        /* the panels' codes                                           */
+  const uint8_t *meta[2];        /* the panels' group scales (f32, or e8m0 bytes)               */
+  const uint8_t *zeros[2];       /* INT4: the panels' zero points                               */
+  const struct moe__tables *tab; /* the decoder's tables                                        */
+  float *tot;                    /* [MOE_BLOCK_M][64]: the dequantized sums of finished groups  */
+  int64_t kb0, kb1;              /* the k block the tiles run now (whole scale groups)          */
+  moe__ahead ahead[2][2];        /* the tiles' prefetch streams per panel: [0] own, [1] w_next  */
+  const uint8_t *line[2][2];     /* their starts, for the tiles that prefetch linearly          */
+} moe__lowbit;
+
+#define MOE__LOWBIT_KB 512 /* k per block: every tile runs a block before the next block starts */
+
+#ifndef MOE__LOWBIT_AHEAD /* bytes the first tile prefetches ahead of its loads, per panel (a build */
+#define MOE__LOWBIT_AHEAD 4096 /* may set it: 2-16 KB measured alike on Zen 5, eighteenth sitting)   */
+#endif
+
+/* What tile t prefetches as it steps through k (moe__ahead_at(&ahead[p], line bytes * step)): tile 1
+ * of a call with next panels (w_next) streams those from their start (ahead[1]), so DRAM keeps
+ * streaming while the later tiles run from cache; the others MOE__LOWBIT_AHEAD bytes ahead of their
+ * own loads and on into the next panels (ahead[0]): the first tile streams its own panels that way,
+ * the later ones touch lines already cached. Set once per call. */
+static inline MOE__INLINE void moe__lowbit_ahead(const moe_gemm_args *g, moe__lowbit *L) {
   for (int q = 0; q < 2; q++) {
     const uint8_t *own = q ? L->w1 : L->w0;
     const uint8_t *next = !g->w_next ? NULL : q && g->w_next_bytes > g->panel_bytes ? g->w_next + g->panel_bytes : g->w_next;
-    if (t == 1 && next) {
-      pf[q].at = (uintptr_t)next, pf[q].end = UINTPTR_MAX, pf[q].jump = 0;
-    } else {
-      pf[q].at = (uintptr_t)own + MOE__LOWBIT_AHEAD, pf[q].end = (uintptr_t)own + moe__meta_offset(L->p, g->kpad);
-      pf[q].jump = next ? (uintptr_t)next - pf[q].end : 0; /* no next call: on past the panel, as before */
-    }
+    moe__ahead *a = &L->ahead[0][q], *n = &L->ahead[1][q];
+    a->at = (uintptr_t)own + MOE__LOWBIT_AHEAD, a->end = (uintptr_t)own + moe__meta_offset(L->p, g->kpad);
+    a->jump = next ? (uintptr_t)next - a->end : 0; /* no next call: on past the panel, as before */
+    n->at = next ? (uintptr_t)next : a->at, n->end = next ? UINTPTR_MAX : a->end, n->jump = next ? 0 : a->jump;
+    L->line[0][q] = (const uint8_t *)a->at, L->line[1][q] = (const uint8_t *)n->at;
   }
 }
 
@@ -395,6 +397,7 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, int f
   moe__lowbit L;
   moe__tables_of(p, &tab);
   moe__lowbit_init(p, g, np, &tab, tot, &L);
+  moe__lowbit_ahead(g, &L);
   moe__prefetch_meta(g, &L, np);
   moe__prefetch_heads(&L, np);
   if (!gemm1) moe__prefetch_c_rows(g, 0, g->mr);

@@ -1951,7 +1951,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_2(const moe_gemm_args *
 
 /* fp8 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const moe__ahead *pf) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const moe__tables t = *L->tab;
@@ -1984,8 +1984,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2010,7 +2010,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_3(const moe_gemm_args *
 
 /* fp8 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const moe__ahead *pf) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const moe__tables t = *L->tab;
@@ -2046,8 +2046,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2074,7 +2074,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *
 
 /* fp8 pair, 5 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_5(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                             const moe__ahead *pf) {
+                                             const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
   const moe__tables t = *L->tab;
@@ -2127,8 +2127,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_5(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a4, i_); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2167,14 +2167,13 @@ MOE__AVX512_FP8_FN void moe__fp8_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__ahead pf[2];
-    moe__lowbit_pf(g, L, t, pf);
+    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
-    case 1: moe__fp8_pair_tile_1(g, r0, L, pf); break;
-    case 2: moe__fp8_pair_tile_2(g, r0, L, pf); break;
-    case 3: moe__fp8_pair_tile_3(g, r0, L, pf); break;
-    case 4: moe__fp8_pair_tile_4(g, r0, L, pf); break;
-    default: moe__fp8_pair_tile_5(g, r0, L, pf); break;
+    case 1: moe__fp8_pair_tile_1(g, r0, L, L->ahead[s]); break;
+    case 2: moe__fp8_pair_tile_2(g, r0, L, L->ahead[s]); break;
+    case 3: moe__fp8_pair_tile_3(g, r0, L, L->line[s]); break;
+    case 4: moe__fp8_pair_tile_4(g, r0, L, L->line[s]); break;
+    default: moe__fp8_pair_tile_5(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
@@ -2389,7 +2388,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_2(const moe_gemm_args *
 
 /* b4 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->hi0;
@@ -2430,8 +2429,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2476,7 +2475,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_3(const moe_gemm_args *
 
 /* b4 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->hi0;
@@ -2522,8 +2521,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2576,13 +2575,12 @@ MOE__AVX512_BF16_FN void moe__b4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__ahead pf[2];
-    moe__lowbit_pf(g, L, t, pf);
+    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
-    case 1: moe__b4_pair_tile_1(g, r0, L, pf); break;
-    case 2: moe__b4_pair_tile_2(g, r0, L, pf); break;
-    case 3: moe__b4_pair_tile_3(g, r0, L, pf); break;
-    default: moe__b4_pair_tile_4(g, r0, L, pf); break;
+    case 1: moe__b4_pair_tile_1(g, r0, L, L->ahead[s]); break;
+    case 2: moe__b4_pair_tile_2(g, r0, L, L->ahead[s]); break;
+    case 3: moe__b4_pair_tile_3(g, r0, L, L->line[s]); break;
+    default: moe__b4_pair_tile_4(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
@@ -2833,7 +2831,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_2(const moe_gemm_args *
 
 /* i4 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512i t = L->tab->lo0;
@@ -2876,8 +2874,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2922,7 +2920,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
 
 /* i4 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512i t = L->tab->lo0;
@@ -2970,8 +2968,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3024,13 +3022,12 @@ MOE__AVX512_BF16_FN void moe__i4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__ahead pf[2];
-    moe__lowbit_pf(g, L, t, pf);
+    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
-    case 1: moe__i4_pair_tile_1(g, r0, L, pf); break;
-    case 2: moe__i4_pair_tile_2(g, r0, L, pf); break;
-    case 3: moe__i4_pair_tile_3(g, r0, L, pf); break;
-    default: moe__i4_pair_tile_4(g, r0, L, pf); break;
+    case 1: moe__i4_pair_tile_1(g, r0, L, L->ahead[s]); break;
+    case 2: moe__i4_pair_tile_2(g, r0, L, L->ahead[s]); break;
+    case 3: moe__i4_pair_tile_3(g, r0, L, L->line[s]); break;
+    default: moe__i4_pair_tile_4(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
@@ -3144,7 +3141,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_2(const moe_gemm_args *
 
 /* q4 pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
@@ -3165,8 +3162,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3192,7 +3189,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *
 
 /* q4 pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
@@ -3215,8 +3212,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3247,13 +3244,12 @@ MOE__AVX512_VNNI_FN void moe__q4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__ahead pf[2];
-    moe__lowbit_pf(g, L, t, pf);
+    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
-    case 1: moe__q4_pair_tile_1(g, r0, L, pf); break;
-    case 2: moe__q4_pair_tile_2(g, r0, L, pf); break;
-    case 3: moe__q4_pair_tile_3(g, r0, L, pf); break;
-    default: moe__q4_pair_tile_4(g, r0, L, pf); break;
+    case 1: moe__q4_pair_tile_1(g, r0, L, L->ahead[s]); break;
+    case 2: moe__q4_pair_tile_2(g, r0, L, L->ahead[s]); break;
+    case 3: moe__q4_pair_tile_3(g, r0, L, L->line[s]); break;
+    default: moe__q4_pair_tile_4(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
@@ -3480,7 +3476,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
 
 /* b4f pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512 t = L->tab->f32;
@@ -3550,8 +3546,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3617,7 +3613,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
 
 /* b4f pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512 t = L->tab->f32;
@@ -3696,8 +3692,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3775,13 +3771,12 @@ MOE__AVX512_BASE_FN void moe__b4f_pair_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__ahead pf[2];
-    moe__lowbit_pf(g, L, t, pf);
+    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
-    case 1: moe__b4f_pair_tile_1(g, r0, L, pf); break;
-    case 2: moe__b4f_pair_tile_2(g, r0, L, pf); break;
-    case 3: moe__b4f_pair_tile_3(g, r0, L, pf); break;
-    default: moe__b4f_pair_tile_4(g, r0, L, pf); break;
+    case 1: moe__b4f_pair_tile_1(g, r0, L, L->ahead[s]); break;
+    case 2: moe__b4f_pair_tile_2(g, r0, L, L->ahead[s]); break;
+    case 3: moe__b4f_pair_tile_3(g, r0, L, L->line[s]); break;
+    default: moe__b4f_pair_tile_4(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
@@ -4032,7 +4027,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
 
 /* i4f pair, 3 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2];
   const __m512 t = L->tab->f32;
@@ -4104,8 +4099,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -4171,7 +4166,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
 
 /* i4f pair, 4 rows: two panels in lockstep, sums scaled into the totals */
 MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
-                                              const moe__ahead *pf) {
+                                              const uint8_t *const *pf) {
   const uint8_t *w0 = L->w0, *w1 = L->w1;
   const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3];
   const __m512 t = L->tab->f32;
@@ -4252,8 +4247,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -4331,13 +4326,12 @@ MOE__AVX512_BASE_FN void moe__i4f_pair_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    moe__ahead pf[2];
-    moe__lowbit_pf(g, L, t, pf);
+    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
-    case 1: moe__i4f_pair_tile_1(g, r0, L, pf); break;
-    case 2: moe__i4f_pair_tile_2(g, r0, L, pf); break;
-    case 3: moe__i4f_pair_tile_3(g, r0, L, pf); break;
-    default: moe__i4f_pair_tile_4(g, r0, L, pf); break;
+    case 1: moe__i4f_pair_tile_1(g, r0, L, L->ahead[s]); break;
+    case 2: moe__i4f_pair_tile_2(g, r0, L, L->ahead[s]); break;
+    case 3: moe__i4f_pair_tile_3(g, r0, L, L->line[s]); break;
+    default: moe__i4f_pair_tile_4(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }

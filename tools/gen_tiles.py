@@ -288,7 +288,7 @@ def direct_tile(fam, kind, mr):
     and lost 5-10% in prefill: not kept; two groups at once keep the chains: paired_groups.) W4A8's
     exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD
     bytes in front of its loads, the second the panels the caller reads next (w_next), each step by
-    step (moe__lowbit_pf)."""
+    step (moe__lowbit_ahead)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
@@ -298,7 +298,7 @@ def direct_tile(fam, kind, mr):
     vt = "__m512" if a16 else "__m512i"
     out = [f"/* {f} {k}, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
            f"{fam['attr']} MOE__NOINLINE void moe__{f}_{k}_tile_{mr}(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,",
-           f"{' ' * len(fam['attr'])}                           const moe__ahead *pf) {{",
+           f"{' ' * len(fam['attr'])}                           {pf_param(mr)}) {{",
            "  const uint8_t *w0 = L->w0" + (", *w1 = L->w1;" if kind["panels"] == 2 else ";"),
            "  const uint8_t " + ", ".join(f"*a{r} = (const uint8_t *)g->a[r0 + {r}]" for r in range(mr)) + ";"]
     if f == "fp8":
@@ -341,8 +341,8 @@ def direct_tile(fam, kind, mr):
     else:
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
         rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
-    prefetch = lambda steps: [f"    moe__prefetch_ahead(moe__ahead_at(&pf[{p}], {line} * (size_t)i_), {steps * line // 64});" for p in range(kind["panels"])]
-    pf = prefetch(1)  # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_pf)
+    prefetch = lambda steps: [f"    moe__prefetch_ahead({ahead(mr, p, f'{line} * (size_t)i_')}, {steps * line // 64});" for p in range(kind["panels"])]
+    pf = prefetch(1)  # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_ahead)
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if not a16:  # W4A8: exact int32 sums, any order; 1 row in two sets of steps
         if by_step:  # two steps an iteration: its first step prefetches the lines of both
@@ -409,6 +409,21 @@ def group_finish(fam, kind, mr, gi="gi", acc="c"):
 PAIRED_ROWS = 1
 
 
+# Tiles of up to this many rows stream their panels (decode): their prefetch jumps from the end of
+# a panel's codes into the caller's next panel (moe__ahead_at). Taller tiles run in prefill on
+# lines already cached and keep the plain pointers they had: with the moe__ahead argument gcc
+# allocated their registers differently, and MXFP4's 4-row tile ran 10 % slower in cache (Zen 5).
+AHEAD_JUMP_ROWS = 2
+
+
+def ahead(mr, p, off):
+    return f"moe__ahead_at(&pf[{p}], {off})" if mr <= AHEAD_JUMP_ROWS else f"pf[{p}] + {off}"
+
+
+def pf_param(mr):
+    return "const moe__ahead *pf" if mr <= AHEAD_JUMP_ROWS else "const uint8_t *const *pf"
+
+
 def paired_groups(fam, kind, mr):
     """Groups gi and gi + 1 together when both are whole steps inside the block (c: gi, d: gi + 1),
     finished in order; else the loop's one-group body below."""
@@ -422,7 +437,7 @@ def paired_groups(fam, kind, mr):
         out.append("      __m512 " + ", ".join(f"{c}{v}_{r} = _mm512_setzero_ps()" for c in "cd" for v in range(nacc)) + ";")
     full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
     # the two steps' worth of lines in k order (lo + 2 (i - lo) ..): the stream stays sequential
-    pf = [f"    moe__prefetch_ahead(moe__ahead_at(&pf[{p}], 128 * (size_t)(2 * i_ - lo)), 4);" for p in range(np)]
+    pf = [f"    moe__prefetch_ahead({ahead(mr, p, '128 * (size_t)(2 * i_ - lo)')}, 4);" for p in range(np)]
     out.append("      MOE__NO_UNROLL for (int64_t i = lo; i < lo + n; i++) {")
     out += ["    " + l for l in direct_step(fam, kind, mr, full, "i", lambda j: "c", pf)]
     out += ["    " + l for l in direct_step(fam, kind, mr, full, "i + n", lambda j: "d", zb="zb2")]
@@ -442,11 +457,11 @@ def direct_rows(fam, kind):
            f"  const int32_t tiles = (g->mr + {n - 1}) / {n};",
            "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
            "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
-           "    moe__ahead pf[2];",
-           "    moe__lowbit_pf(g, L, t, pf);",
+           "    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */",
            "    switch (rows) {"]
-    out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, pf); break;" for m in range(1, n)]
-    out += [f"    default: moe__{f}_{k}_tile_{n}(g, r0, L, pf); break;", "    }", "    r0 += rows;", "  }", "}"]
+    arg = lambda m: "L->ahead[s]" if m <= AHEAD_JUMP_ROWS else "L->line[s]"
+    out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, {arg(m)}); break;" for m in range(1, n)]
+    out += [f"    default: moe__{f}_{k}_tile_{n}(g, r0, L, {arg(n)}); break;", "    }", "    r0 += rows;", "  }", "}"]
     return out
 
 
