@@ -165,7 +165,7 @@ LOWBIT = dict(name="pair", panels=2, doc="two panels in lockstep, sums scaled in
 # products). One call per tile and k block of whole scale groups (moe__lowbit).
 DIRECT = {
     ("bf16_fp8w", "avx512bf16"): dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
-    ("bf16_mxfp4w", "avx512bf16"): dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
+    ("bf16_mxfp4w", "avx512bf16"): dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, paired=False),
     ("bf16_qc4w", "avx512bf16"): dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True),
     ("qu8_qc4w", "avx512vnni"): dict(name="q4", kr=4, vec="__m512i", attr="MOE__AVX512_VNNI_FN", pairs=0),
     # the same 4-bit codes as f32 (vpermps) into f32 FMAs, odd k before even: vdpbf16ps's bits at
@@ -312,7 +312,7 @@ def direct_tile(fam, kind, mr):
         out.append("  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */")
         out.append("  int64_t ab = 0, ae = 0;")
     out.append("  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {")
-    if a16 and fam["pairs"] == 4 and not fam.get("f32") and mr <= PAIRED_ROWS:
+    if a16 and fam["pairs"] == 4 and not fam.get("f32") and fam.get("paired", True) and mr <= PAIRED_ROWS:
         out += paired_groups(fam, kind, mr)
     out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
     out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
@@ -405,7 +405,10 @@ def group_finish(fam, kind, mr, gi="gi", acc="c"):
 # step of each in turn: each group's sums stay one chain in k order (the same bits), but two chains
 # per output are in flight, so a row is no longer bound by vdpbf16ps's latency (four dot products
 # per accumulator and step, 6 cycles each on Zen 5): in cache +17 %. Two rows gained nothing (and
-# W4A16's spilled), nor did FP8's 1-row tile (one dot product per accumulator and step).
+# W4A16's spilled), nor did FP8's 1-row tile (one dot product per accumulator and step). MXFP4
+# (paired=False) streams better without: with the prefetch into the next panels, Zen 5, M = 1 one
+# thread 7 % and two threads 10 % faster, M = 32 5 % (docs/amx.md, twenty-first sitting); W4A16
+# lost 5 % at M = 32 without them (twentieth sitting).
 PAIRED_ROWS = 1
 
 
