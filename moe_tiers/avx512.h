@@ -196,20 +196,6 @@ MOE__AVX512_BASE MOE__INLINE __m512 moe__qc8_dequant(__m512i acc, const uint8_t 
   return _mm512_mul_ps(_mm512_mul_ps(v, _mm512_set1_ps(a_scale)), col_scale);
 }
 
-/* ---- the low-bit tiles ---------------------------------------------------------------------------
- * FP8, INT4 and MXFP4 tiles decode their codes in registers at every k step (byte permutes: layouts
- * (b)-(d)) into bf16 pairs or W4A8's unsigned int8 quads, and run the dot products of up to 4 rows
- * on them (FP8: 5, one panel at a time; Zen 5's layer 4-9 % faster than with 4). A call runs k in
- * blocks of whole scale groups (MOE__LOWBIT_KB), every tile through a block before the next block
- * starts; within a block a tile goes group by group, its sums start at zero and at the group's end
- * are scaled into the totals:
- *   tot[r][c] = fma(sum, scale[c], tot[r][c])
- * so every row's bits are the same whatever rows share its tile. The decode is redone per tile
- * from cache: measured on Zen 5, 4-row tiles keep the dot-product units busier than decoding once
- * into an L1 scratch and reading it back (a store and a load per vector; docs/design.md).
- * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
- * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
- * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
 /* A tile's prefetch stream over one panel: the lines at `at` + a step's offset, and from the end of
  * the panel's codes on the same offsets into the panel the caller reads next. Linear addresses
  * would run over the panel's scales (prefetched at the call's start) and the gate panel's stream
@@ -224,6 +210,20 @@ static inline MOE__INLINE const uint8_t *moe__ahead_at(const moe__ahead *s, size
   return (const uint8_t *)(a + (a < s->end ? 0 : s->jump));
 }
 
+/* ---- the low-bit tiles ---------------------------------------------------------------------------
+ * FP8, INT4 and MXFP4 tiles decode their codes in registers at every k step (byte permutes: layouts
+ * (b)-(d)) into bf16 pairs or W4A8's unsigned int8 quads, and run the dot products of up to 4 rows
+ * on them (FP8: 5, one panel at a time; Zen 5's layer 4-9 % faster than with 4). A call runs k in
+ * blocks of whole scale groups (MOE__LOWBIT_KB), every tile through a block before the next block
+ * starts; within a block a tile goes group by group, its sums start at zero and at the group's end
+ * are scaled into the totals:
+ *   tot[r][c] = fma(sum, scale[c], tot[r][c])
+ * so every row's bits are the same whatever rows share its tile. The decode is redone per tile
+ * from cache: measured on Zen 5, 4-row tiles keep the dot-product units busier than decoding once
+ * into an L1 scratch and reading it back (a store and a load per vector; docs/design.md).
+ * W4A8 runs vpdpbusd with the codes (0..15) as the unsigned and the activations (a - 128) as the
+ * signed operand, so sum = sum_k q (a - 128) exactly, and the zero point comes off once per group:
+ * sum - zero[c] * asum[r], asum[r] = sum_k (a - 128) over the group. W4A16 decodes q - zero. */
 typedef struct moe__lowbit {
   moe_precision p;
   const uint8_t *w0, *w1;        /* the panels' codes                                           */
