@@ -242,11 +242,11 @@ typedef struct moe__lowbit {
 #define MOE__LOWBIT_AHEAD 4096 /* may set it: 2-16 KB measured alike on Zen 5, eighteenth sitting)   */
 #endif
 
-/* What tile t prefetches as it steps through k (moe__ahead_at(&ahead[p], line bytes * step)): tile 1
- * of a call with next panels (w_next) streams those from their start (ahead[1]), so DRAM keeps
- * streaming while the later tiles run from cache; the others MOE__LOWBIT_AHEAD bytes ahead of their
- * own loads and on into the next panels (ahead[0]): the first tile streams its own panels that way,
- * the later ones touch lines already cached. Set once per call. */
+/* What tile t prefetches as it steps through k (moe__ahead_at(&ahead[t == 1][p], line bytes * step)):
+ * tile 1 the panels the caller reads next (w_next) from their start, so DRAM keeps streaming while
+ * the later tiles run from cache; the others, and tile 1 of a call without next panels,
+ * MOE__LOWBIT_AHEAD bytes ahead of their own loads and on into the next panels: the first tile
+ * streams its own panels that way, the later ones touch lines already cached. Set once per call. */
 static inline MOE__INLINE void moe__lowbit_ahead(const moe_gemm_args *g, moe__lowbit *L) {
   for (int q = 0; q < 2; q++) {
     const uint8_t *own = q ? L->w1 : L->w0;
@@ -254,7 +254,8 @@ static inline MOE__INLINE void moe__lowbit_ahead(const moe_gemm_args *g, moe__lo
     moe__ahead *a = &L->ahead[0][q], *n = &L->ahead[1][q];
     a->at = (uintptr_t)own + MOE__LOWBIT_AHEAD, a->end = (uintptr_t)own + moe__meta_offset(L->p, g->kpad);
     a->jump = next ? (uintptr_t)next - a->end : 0; /* no next call: on past the panel, as before */
-    n->at = next ? (uintptr_t)next : a->at, n->end = next ? UINTPTR_MAX : a->end, n->jump = next ? 0 : a->jump;
+    *n = *a;
+    if (next) n->at = (uintptr_t)next, n->end = UINTPTR_MAX, n->jump = 0;
     L->line[0][q] = (const uint8_t *)a->at, L->line[1][q] = (const uint8_t *)n->at;
   }
 }

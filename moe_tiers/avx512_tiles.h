@@ -2167,7 +2167,7 @@ MOE__AVX512_FP8_FN void moe__fp8_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
+    const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__fp8_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__fp8_pair_tile_2(g, r0, L, L->ahead[s]); break;
@@ -2511,7 +2511,7 @@ MOE__AVX512_BF16_FN void moe__b4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
+    const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__b4_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__b4_pair_tile_2(g, r0, L, L->ahead[s]); break;
@@ -2958,7 +2958,7 @@ MOE__AVX512_BF16_FN void moe__i4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
+    const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__i4_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__i4_pair_tile_2(g, r0, L, L->ahead[s]); break;
@@ -3180,7 +3180,7 @@ MOE__AVX512_VNNI_FN void moe__q4_pair_rows(const moe_gemm_args *g, const moe__lo
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
+    const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__q4_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__q4_pair_tile_2(g, r0, L, L->ahead[s]); break;
@@ -3707,7 +3707,7 @@ MOE__AVX512_BASE_FN void moe__b4f_pair_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
+    const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__b4f_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__b4f_pair_tile_2(g, r0, L, L->ahead[s]); break;
@@ -4262,7 +4262,7 @@ MOE__AVX512_BASE_FN void moe__i4f_pair_rows(const moe_gemm_args *g, const moe__l
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
     const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
-    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */
+    const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__i4f_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__i4f_pair_tile_2(g, r0, L, L->ahead[s]); break;

@@ -460,7 +460,7 @@ def direct_rows(fam, kind):
            f"  const int32_t tiles = (g->mr + {n - 1}) / {n};",
            "  for (int32_t t = 0, r0 = 0; t < tiles; t++) {",
            "    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);",
-           "    const int s = t == 1 && g->w_next; /* the second tile streams the next panels (moe__lowbit_ahead) */",
+           "    const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */",
            "    switch (rows) {"]
     arg = lambda m: "L->ahead[s]" if m <= AHEAD_JUMP_ROWS else "L->line[s]"
     out += [f"    case {m}: moe__{f}_{k}_tile_{m}(g, r0, L, {arg(m)}); break;" for m in range(1, n)]
