@@ -165,7 +165,7 @@ LOWBIT = dict(name="pair", panels=2, doc="two panels in lockstep, sums scaled in
 # products). One call per tile and k block of whole scale groups (moe__lowbit).
 DIRECT = {
     ("bf16_fp8w", "avx512bf16"): dict(name="fp8", kr=2, vec="__m512bh", attr="MOE__AVX512_FP8_FN", pairs=1),
-    ("bf16_mxfp4w", "avx512bf16"): dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, paired=False),
+    ("bf16_mxfp4w", "avx512bf16"): dict(name="b4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4),
     ("bf16_qc4w", "avx512bf16"): dict(name="i4", kr=8, vec="__m512bh", attr="MOE__AVX512_BF16_FN", pairs=4, zero=True),
     ("qu8_qc4w", "avx512vnni"): dict(name="q4", kr=4, vec="__m512i", attr="MOE__AVX512_VNNI_FN", pairs=0),
     # the same 4-bit codes as f32 (vpermps) into f32 FMAs, odd k before even: vdpbf16ps's bits at
@@ -192,15 +192,15 @@ def whole_lines(fam, mr):
     return bool(fam.get("zero")) and mr <= MINUS_ROWS
 
 
-def minus_zero(np, zb="zb"):
+def minus_zero(np):
     """INT4: every line's q - zero bytes (zb: the group's zero bytes per vector), its pairs 0 and 2
     (e<panel><half>) and 1 and 3 (o...)."""
     out = ["    __m512i " + ", ".join(f"e{p}{h}, o{p}{h}" for p in range(np) for h in range(2)) + ";"]
-    out += [f"    moe__b4_minus_zero(l{p}{h}, {zb}[{2 * p + h}], &e{p}{h}, &o{p}{h});" for p in range(np) for h in range(2)]
+    out += [f"    moe__b4_minus_zero(l{p}{h}, zb[{2 * p + h}], &e{p}{h}, &o{p}{h});" for p in range(np) for h in range(2)]
     return out
 
 
-def direct_step(fam, kind, mr, bcast, index, acc, prefetch=(), zb="zb"):
+def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
     decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
     (vector 2p + h: panel p, columns 16h..16h+15). Tiles of 5 rows decode and use one panel at a
@@ -215,7 +215,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=(), zb="zb"):
         out.append(line_loads(np))
     whole = whole_lines(fam, mr)
     if whole:
-        out += minus_zero(np, zb)
+        out += minus_zero(np)
     for j in range(max(fam["pairs"], 1)):
         for ps in groups:
             out.append("    {")
@@ -229,7 +229,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=(), zb="zb"):
                 elif whole:
                     out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_minus(e{p}{h}, o{p}{h}, {j}, t)" for h in range(2)) + ";")
                 elif fam.get("zero"):
-                    out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, {zb}[{2 * p + h}], t)" for h in range(2)) + ";")
+                    out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, zb[{2 * p + h}], t)" for h in range(2)) + ";")
                 else:
                     out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair(l{p}{h}, {j}, t)" for h in range(2)) + ";")
             c = acc(j)
@@ -285,10 +285,11 @@ def direct_tile(fam, kind, mr):
     Each output's f32 group sum is one chain in k order at every tile height, so a row's bits do not
     depend on the rows beside it (test_kernels runs each row alone too). (Two chains per group, kept
     in registers for 1-2 rows and run as two passes for 3-4 rows, gained 5-20% at one row in cache
-    and lost 5-10% in prefill: not kept; two groups at once keep the chains: paired_groups.) W4A8's
-    exact int32 sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD
-    bytes in front of its loads, the second the panels the caller reads next (w_next), each step by
-    step (moe__lowbit_ahead)."""
+    and lost 5-10% in prefill; two whole groups a step of each in turn, +17 % at one row in cache,
+    streamed worse at M = 1: docs/amx.md, twenty-second sitting. Neither kept.) W4A8's exact int32
+    sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD bytes in
+    front of its loads, the second the panels the caller reads next (w_next), each step by step
+    (moe__lowbit_ahead)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
@@ -312,8 +313,6 @@ def direct_tile(fam, kind, mr):
         out.append("  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */")
         out.append("  int64_t ab = 0, ae = 0;")
     out.append("  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {")
-    if a16 and fam["pairs"] == 4 and not fam.get("f32") and fam.get("paired", True) and mr <= PAIRED_ROWS:
-        out += paired_groups(fam, kind, mr)
     out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
     out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
     if fam.get("f32") and fam.get("zero") and not whole_lines(fam, mr):
@@ -386,30 +385,19 @@ def direct_tile(fam, kind, mr):
     return out
 
 
-def group_finish(fam, kind, mr, gi="gi", acc="c"):
-    """Group gi's sums (accumulators acc<vector>_<row>) scaled into the totals."""
+def group_finish(fam, kind, mr):
+    """Group gi's sums (accumulators c<vector>_<row>) scaled into the totals."""
     nacc = 2 * kind["panels"]
-    out = ["    {", "    const __m512 " + ", ".join(f"sc{v} = moe__lowbit_scale(L, {gi}, {v})" for v in range(nacc)) + ";"]
+    out = ["    {", "    const __m512 " + ", ".join(f"sc{v} = moe__lowbit_scale(L, gi, {v})" for v in range(nacc)) + ";"]
     if fam["name"] == "q4":
-        out.append("    const __m512i " + ", ".join(f"z{v} = moe__lowbit_zero(L, {gi}, {v})" for v in range(nacc)) + ";")
+        out.append("    const __m512i " + ", ".join(f"z{v} = moe__lowbit_zero(L, gi, {v})" for v in range(nacc)) + ";")
     for r in range(mr):
         if fam["name"] == "q4":
-            sums = [f"moe__lowbit_isum({acc}{v}_{r}, z{v}, asum{r})" for v in range(nacc)]
+            sums = [f"moe__lowbit_isum(c{v}_{r}, z{v}, asum{r})" for v in range(nacc)]
         else:
-            sums = [f"{acc}{v}_{r}" for v in range(nacc)]
+            sums = [f"c{v}_{r}" for v in range(nacc)]
         out.append("    " + " ".join(f"moe__lowbit_finish(L, r0 + {r}, {v}, {sums[v]}, sc{v});" for v in range(nacc)))
     return out + ["    }"]
-
-
-# vdpbf16ps tiles of 4-bit codes with up to PAIRED_ROWS rows run two whole scale groups at once, a
-# step of each in turn: each group's sums stay one chain in k order (the same bits), but two chains
-# per output are in flight, so a row is no longer bound by vdpbf16ps's latency (four dot products
-# per accumulator and step, 6 cycles each on Zen 5): in cache +17 %. Two rows gained nothing (and
-# W4A16's spilled), nor did FP8's 1-row tile (one dot product per accumulator and step). MXFP4
-# (paired=False) streams better without: with the prefetch into the next panels, Zen 5, M = 1 one
-# thread 7 % and two threads 10 % faster, M = 32 5 % (docs/amx.md, twenty-first sitting); W4A16
-# lost 5 % at M = 32 without them (twentieth sitting).
-PAIRED_ROWS = 1
 
 
 # Tiles of up to this many rows stream their panels (decode): their prefetch jumps from the end of
@@ -425,30 +413,6 @@ def ahead(mr, p, off):
 
 def pf_param(mr):
     return "const moe__ahead *pf" if mr <= AHEAD_JUMP_ROWS else "const uint8_t *const *pf"
-
-
-def paired_groups(fam, kind, mr):
-    """Groups gi and gi + 1 together when both are whole steps inside the block (c: gi, d: gi + 1),
-    finished in order; else the loop's one-group body below."""
-    np, nacc = kind["panels"], 2 * kind["panels"]
-    out = ["    if (g->kgroup % 8 == 0 && k0 + 2 * g->kgroup <= L->kb1) { /* k0: a multiple of kgroup; kb1 <= kred */",
-           "      const int64_t lo = k0 / 8, n = g->kgroup / 8;"]
-    if fam.get("zero"):
-        out.append("      __m512i zb[4], zb2[4];")
-        out.append(f"      for (int v = 0; v < {nacc}; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v), zb2[v] = moe__lowbit_zero_bytes(L, gi + 1, v);")
-    for r in range(mr):
-        out.append("      __m512 " + ", ".join(f"{c}{v}_{r} = _mm512_setzero_ps()" for c in "cd" for v in range(nacc)) + ";")
-    full = lambda r, j: f"moe__bcast_group(a{r}, 4 * i_ + {j})"
-    # the two steps' worth of lines in k order (lo + 2 (i - lo) ..): the stream stays sequential
-    pf = [f"    moe__prefetch_ahead({ahead(mr, p, '128 * (size_t)(2 * i_ - lo)')}, 4);" for p in range(np)]
-    out.append("      MOE__NO_UNROLL for (int64_t i = lo; i < lo + n; i++) {")
-    out += ["    " + l for l in direct_step(fam, kind, mr, full, "i", lambda j: "c", pf)]
-    out += ["    " + l for l in direct_step(fam, kind, mr, full, "i + n", lambda j: "d", zb="zb2")]
-    out.append("      }")
-    out += ["  " + l for l in group_finish(fam, kind, mr)]
-    out += ["  " + l for l in group_finish(fam, kind, mr, "gi + 1", "d")]
-    out += ["      k0 += g->kgroup, gi++;", "      continue;", "    }"]
-    return out
 
 
 def direct_rows(fam, kind):
