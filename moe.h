@@ -250,14 +250,15 @@ static inline int64_t moe__xs_stride(const moe__layer *L) {
 /* The AMX tier's workers with a scratch of MOE__AMX_NB block buffers in the workspace (the first
  * amx_slots of the experts' region; the others keep MOE__AMX_NB_STACK blocks per call on their
  * stack): one per MOE__AMX_NB blocks of the chunk's rows, at most MOE__AMX_SLOTS; only for the
- * precisions whose B tiles are decoded (moe__amx_decodes). */
+ * precisions whose B tiles are decoded (moe__amx_decodes), and the dense ones' pairs calls. */
 #ifndef MOE__AMX_SLOTS
 #define MOE__AMX_SLOTS 64
 #endif
 static inline int64_t moe__amx_scratch_slots(const moe__layer *L, int64_t mc) {
 #ifdef MOE__HAVE_AMX
   int64_t rows = mc * (L->topk > 0 ? L->topk : 1) + (L->sh ? mc : 0), n = moe__cdiv(rows, MOE__AMX_NB * MOE_BLOCK_M);
-  return L->kern->isa != MOE_ISA_AMX || !moe__amx_decodes(L->p) ? 0 : n < MOE__AMX_SLOTS ? n : MOE__AMX_SLOTS;
+  if (L->kern->isa != MOE_ISA_AMX || (!moe__amx_decodes(L->p) && MOE__AMX_PAIRS == 1)) return 0;
+  return n < MOE__AMX_SLOTS ? n : MOE__AMX_SLOTS;
 #else
   (void)L, (void)mc;
   return 0;
@@ -657,6 +658,16 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
   moe__block_kernel(L, g.mr)->gemm2(&g);
 }
 
+/* Panel pairs per AMX call: MOE__AMX_PAIRS for a dense precision with the worker's scratch, else 1. */
+static inline int64_t moe__amx_pairs(const moe__layer *L, const void *amx) {
+#ifdef MOE__HAVE_AMX
+  return amx && !moe__amx_decodes(L->p) ? MOE__AMX_PAIRS : 1;
+#else
+  (void)L, (void)amx;
+  return 1;
+#endif
+}
+
 /* Blocks of one expert from b on (before end) that run AMX together: their count, 0 when block b
  * does not run on the tiles (or there is no AMX tier). A call takes at most MOE__AMX_NB blocks with
  * the worker's scratch `amx`, else MOE__AMX_NB_STACK; an expert's run of AMX blocks is cut into as
@@ -665,7 +676,7 @@ static inline void moe__gemm2_block(const moe__layer *L, int64_t b, int64_t q, c
 static inline int64_t moe__amx_run(const moe__layer *L, int64_t b, int64_t end, const void *amx) {
   int64_t n = 0;
 #ifdef MOE__HAVE_AMX
-  const int64_t most = amx ? MOE__AMX_NB : MOE__AMX_NB_STACK;
+  const int64_t most = amx ? MOE__AMX_NB / moe__amx_pairs(L, amx) : MOE__AMX_NB_STACK;
   while (b + n < end && moe__block_kernel(L, L->block_rows[b + n])->isa == MOE_ISA_AMX) n++;
   if (n > most) n = moe__cdiv(n, moe__cdiv(n, most));
 #else
@@ -684,6 +695,38 @@ static inline void moe__gemm1_blocks(const moe__layer *L, int64_t b, int64_t n, 
   moe__amx_gemm_blocks(L->p, g, (int)n, 1, (moe__amx_block_buf *)amx);
 #else
   (void)L, (void)b, (void)n, (void)p, (void)next_p, (void)amx;
+#endif
+}
+/* GEMM1 of blocks [b, b + n) of one expert, h panels [p, p + np), in one AMX call; the next call's
+ * next_np panels from next_p on (-1: none) prefetched. */
+static inline void moe__gemm1_pairs(const moe__layer *L, int64_t b, int64_t n, int64_t p, int64_t np, int64_t next_p, int64_t next_np,
+                                    void *amx) {
+#ifdef MOE__HAVE_AMX
+  moe__rows R[MOE__AMX_NB];
+  moe_gemm_args g[MOE__AMX_NB];
+  int64_t e;
+  const moe_experts *X = moe__block_experts(L, b, &e);
+  const int64_t panels = moe__cdiv(X->N, MOE_NR), pairs = np < panels - p ? np : panels - p; /* inside the expert's N */
+  if (pairs <= 0) return;
+  for (int64_t j = 0; j < pairs; j++)
+    for (int64_t i = 0; i < n; i++) moe__gemm1_args(L, b + i, p + j, j ? -1 : next_p, &g[j * n + i], &R[j * n + i]);
+  if (g[0].w_next) g[0].w_next_bytes *= (size_t)(next_np < panels - next_p ? next_np : panels - next_p);
+  moe__amx_gemm_pairs(L->p, g, (int)n, (int)pairs, 1, (moe__amx_block_buf *)amx);
+#else
+  (void)L, (void)b, (void)n, (void)p, (void)np, (void)next_p, (void)next_np, (void)amx;
+#endif
+}
+/* GEMM2 of blocks [b, b + n) of one expert, output panel pairs [q, q + nq), in one AMX call. */
+static inline void moe__gemm2_pairs(const moe__layer *L, int64_t b, int64_t n, int64_t q, int64_t nq, const uint8_t *next,
+                                    size_t next_bytes, void *amx) {
+#ifdef MOE__HAVE_AMX
+  moe__rows R[MOE__AMX_NB];
+  moe_gemm_args g[MOE__AMX_NB];
+  for (int64_t j = 0; j < nq; j++)
+    for (int64_t i = 0; i < n; i++) moe__gemm2_args(L, b + i, q + j, next, next_bytes, &g[j * n + i], &R[j * n + i]);
+  moe__amx_gemm_pairs(L->p, g, (int)n, (int)nq, 0, (moe__amx_block_buf *)amx);
+#else
+  (void)L, (void)b, (void)n, (void)q, (void)nq, (void)next, (void)next_bytes, (void)amx;
 #endif
 }
 /* GEMM2 of blocks [b, b + n) of one expert, output panel pair q, in one AMX call. */
@@ -738,12 +781,20 @@ static inline void moe__busy(moe__layer *L, int kind, int64_t *t) {
 static inline void moe__gemm1_item(moe__layer *L, int64_t t, void *amx) {
   int64_t runs = moe__cdiv(moe__h_panels(L), L->chunk1), gi = t / runs, p0 = t % runs * L->chunk1;
   int64_t p1 = p0 + L->chunk1 < moe__h_panels(L) ? p0 + L->chunk1 : moe__h_panels(L), t0 = moe__stats_ns(L);
-  for (int64_t p = p0; p < p1; p++)
+  const int64_t P = moe__amx_pairs(L, amx); /* panels per AMX call */
+  for (int64_t p = p0; p < p1; p += P) {
+    const int64_t np = p + P < p1 ? P : p1 - p, next = p + np < p1 ? p + np : -1;
+    const int64_t next_np = next < 0 ? 0 : p1 - next < P ? p1 - next : P;
     for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
       n = moe__amx_run(L, b, L->group_first[gi + 1], amx); /* blocks that share one AMX call */
-      if (n > 1) moe__gemm1_blocks(L, b, n, p, p + 1 < p1 ? p + 1 : -1, amx);
-      else moe__gemm1_block(L, b, p, p + 1 < p1 ? p + 1 : -1), n = 1;
+      if (n > 0 && P > 1) moe__gemm1_pairs(L, b, n, p, np, next, next_np, amx);
+      else if (n > 1) moe__gemm1_blocks(L, b, n, p, next, amx);
+      else {
+        for (int64_t q = p; q < p + np; q++) moe__gemm1_block(L, b, q, q + 1 < p1 ? q + 1 : -1);
+        n = 1;
+      }
     }
+  }
   moe__busy(L, 0, &t0);
   if (__atomic_sub_fetch(&L->pending[gi], 1, __ATOMIC_ACQ_REL) == 0) {
     for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) moe__prepare_h(L, b);
@@ -758,27 +809,34 @@ static inline void moe__gemm1_item(moe__layer *L, int64_t t, void *amx) {
  * (expert, pair) are prefetched. */
 static inline int64_t moe__pairs2(const moe__layer *L) { return moe__cdiv(L->K, 2 * MOE_NR); }
 
-static inline const uint8_t *moe__w2_pair(const moe__layer *L, int64_t gi, int64_t q, size_t *bytes) {
+/* Group gi's expert's output panel pairs [q, q + n) (cut at its last panel): where, and their bytes. */
+static inline const uint8_t *moe__w2_pairs(const moe__layer *L, int64_t gi, int64_t q, int64_t n, size_t *bytes) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, L->group_first[gi], &e);
-  *bytes = (2 * q + 1 < X->panels2 ? 2 : 1) * X->panel2_bytes;
+  *bytes = (size_t)(2 * n < X->panels2 - 2 * q ? 2 * n : X->panels2 - 2 * q) * X->panel2_bytes;
   return X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
 }
 
 static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx) {
   int64_t q0 = t * L->chunk2, q1 = q0 + L->chunk2 < moe__pairs2(L) ? q0 + L->chunk2 : moe__pairs2(L), t0;
+  const int64_t P = moe__amx_pairs(L, amx); /* output panel pairs per AMX call */
   for (int64_t gi = 0; gi < L->n_groups; gi++) {
     t0 = moe__stats_ns(L);
     while (!__atomic_load_n(&L->ready[gi], __ATOMIC_ACQUIRE)) moe__pause();
     moe__busy(L, 1, &t0); /* waiting for h counts as requantization */
-    for (int64_t q = q0; q < q1; q++) {
+    for (int64_t q = q0; q < q1; q += P) {
+      const int64_t nq = q + P < q1 ? P : q1 - q;
       size_t next_bytes = 0;
-      const uint8_t *next = q + 1 < q1 ? moe__w2_pair(L, gi, q + 1, &next_bytes)
-                            : gi + 1 < L->n_groups ? moe__w2_pair(L, gi + 1, q0, &next_bytes) : NULL;
+      const uint8_t *next = q + nq < q1 ? moe__w2_pairs(L, gi, q + nq, q1 - q - nq < P ? q1 - q - nq : P, &next_bytes)
+                            : gi + 1 < L->n_groups ? moe__w2_pairs(L, gi + 1, q0, q1 - q0 < P ? q1 - q0 : P, &next_bytes) : NULL;
       for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
         n = moe__amx_run(L, b, L->group_first[gi + 1], amx);
-        if (n > 1) moe__gemm2_blocks(L, b, n, q, next, next_bytes, amx);
-        else moe__gemm2_block(L, b, q, next, next_bytes), n = 1;
+        if (n > 0 && P > 1) moe__gemm2_pairs(L, b, n, q, nq, next, next_bytes, amx);
+        else if (n > 1) moe__gemm2_blocks(L, b, n, q, next, next_bytes, amx);
+        else {
+          for (int64_t j = q; j < q + nq; j++) moe__gemm2_block(L, b, j, next, next_bytes);
+          n = 1;
+        }
       }
     }
     moe__busy(L, 2, &t0);

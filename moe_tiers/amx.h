@@ -162,6 +162,12 @@ static inline void moe__emu_dpbusd(int c, int a, int b) {
 #define MOE__AMX_NB 8
 #endif
 #define MOE__AMX_NB_STACK 2
+/* Panel pairs per dense call in the layer (bf16, fp16, int8: moe__amx_gemm_pairs, with MOE__AMX_NB /
+ * MOE__AMX_PAIRS blocks): 1, pair by pair, unless a build sets more; built for the next AMX sitting
+ * to measure (bench/amx_sitting.sh), not measured yet. */
+#ifndef MOE__AMX_PAIRS
+#define MOE__AMX_PAIRS 1
+#endif
 /* 1 when the tiles read B decoded into L1 (FP8, INT4, MXFP4): those calls take MOE__AMX_NB blocks
  * and stage the next chunk under the tiles; bf16 and int8 read the stored lines in place, from L2,
  * and keep MOE__AMX_NB_STACK blocks (four blocks' C and A crowd L1: bf16 M = 2048 7 % slower). */
@@ -650,6 +656,101 @@ MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, 
   if (moe__amx_gemm(p, gs, nb, gemm1, scratch ? scratch : own)) return;
   avx512 = moe_gemm_config_for(p, MOE_ISA_AVX512);
   for (int b = 0; b < nb; b++) (gemm1 ? avx512->gemm1 : avx512->gemm2)(&gs[b]);
+}
+
+/* ---- dense calls over several panel pairs (MOE__AMX_PAIRS) ------------------------------------
+ * bf16, fp16 and int8 tiles read A and B in place from L2, where a 2x2 block's four tile loads a
+ * step cap it at ~0.45-0.5 of the tile peak; with A from L1 and only B from L2 a harness ran at
+ * ~0.85 of the products' own rate (docs/amx.md: third and eighth sittings). So a call may take
+ * npair consecutive pairs of one expert's panels, and each block's A chunk (rows x KC steps x 64
+ * bytes: 16 KB at KC 8) serves every pair from L1; C goes through bufs[j * nb + b] between chunks:
+ *
+ *   chunk ─► block b ─► pair j ─► pass (2x2: per panel; 1x4, 1x2: one) ─► C in, KC steps, C out
+ *   after the last chunk, the epilogue of every (pair, block)
+ *
+ * Each C tile sums its k steps in the same order as moe__amx_gemm's, so both give the same bits.
+ * Built for the next AMX sitting to measure (MOE__AMX_PAIRS > 1 in the layer); not measured yet. */
+#ifndef MOE__AMX_PAIRS_KC
+#define MOE__AMX_PAIRS_KC 8
+#endif
+
+/* Pair j's panels: their codes, count and the pass shape of block b (C->blk: its buffer). */
+static inline void moe__amx_pair(moe__amx_call *C, const moe_gemm_args *g, int gemm1, int buf) {
+  C->np = gemm1 || g->nr > MOE_NR ? 2 : 1;
+  for (int i = 0; i < 2; i++) C->codes[i] = g->w + (size_t)(i < C->np ? i : 0) * g->panel_bytes + moe__codes_offset(C->p);
+  moe__amx_block(C, g, buf);
+}
+
+/* n steps from step s0 of pass i: A rows lda apart, B's stored lines in place (a step's 16 B-tile
+ * rows 128 bytes apart: 2 KB per step and panel). */
+MOE__AMX_FN void moe__amx_dense_steps(moe__amx_call *C, const moe_gemm_args *g, int i, int64_t s0, int64_t n) {
+  const size_t lda = (size_t)g->lda;
+  const uint8_t *a = (const uint8_t *)g->a[0] + 64 * s0, *b0 = C->codes[i] + 2048 * s0, *b1 = C->codes[1] + 2048 * s0;
+  for (int64_t s = 0; s < n; s++, a += 64, b0 += 2048, b1 += 2048) {
+    MOE__TILE_LOAD(4, a, lda);
+    MOE__TILE_LOAD(6, b0, 128);
+    MOE__AMX_DOT(C, 0, 4, 6);
+    MOE__TILE_LOAD(7, b0 + 64, 128);
+    MOE__AMX_DOT(C, 1, 4, 7);
+    if (C->shape == MOE__AMX_2X2) {
+      MOE__TILE_LOAD(5, a + 16 * lda, lda);
+      MOE__AMX_DOT(C, 2, 5, 6);
+      MOE__AMX_DOT(C, 3, 5, 7);
+    } else if (C->shape == MOE__AMX_1X4) {
+      MOE__TILE_LOAD(6, b1, 128);
+      MOE__AMX_DOT(C, 2, 4, 6);
+      MOE__TILE_LOAD(7, b1 + 64, 128);
+      MOE__AMX_DOT(C, 3, 4, 7);
+    }
+    moe__amx_prefetch(C);
+  }
+}
+
+/* nb blocks x npair panel pairs (gs[j * nb + b]: pair j, block b; bufs likewise) of a dense
+ * precision whose rows are lda apart and whose k is whole steps; 0 otherwise (nothing written).
+ * gs[0]'s w_next (the caller's next panels) is prefetched over the call. */
+MOE__AMX_FN int moe__amx_dense_pairs(moe_precision p, const moe_gemm_args *gs, int nb, int npair, int gemm1, moe__amx_block_buf *bufs) {
+  moe__amx_call C;
+  const int64_t ks = moe__is_a8(p) ? 64 : 32, steps = gs[0].kred / ks;
+  int64_t runs = 0;
+  if (!bufs || moe__amx_decodes(p) || gs[0].kred % ks || nb * npair > MOE__AMX_NB) return 0;
+  for (int x = 0; x < nb * npair; x++)
+    if (!gs[x].lda || gs[x].kred != gs[0].kred) return 0;
+  C.bufs = bufs, C.p = p, C.a8 = moe__is_a8(p), C.dot = C.a8 ? MOE__AMX_BUSD : MOE__AMX_BF16;
+  for (int x = 0; x < nb * npair; x++) {
+    moe__amx_pair(&C, &gs[x], gemm1, x);
+    runs += C.shape == MOE__AMX_2X2 ? C.np : 1;
+  }
+  C.pf = gs[0].w_next, C.pf_end = gs[0].w_next ? gs[0].w_next + gs[0].w_next_bytes : NULL;
+  C.pf_lines = gs[0].w_next ? (int)moe__cdiv((int64_t)(gs[0].w_next_bytes / 64), steps * runs) : 0;
+  C.own[0] = C.own[1] = NULL;
+  if (!gemm1)
+    for (int x = 0; x < nb * npair; x++) moe__prefetch_c_rows(&gs[x], 0, gs[x].mr);
+  moe__amx_config();
+  for (int64_t c0 = 0; c0 < steps; c0 += MOE__AMX_PAIRS_KC) {
+    const int64_t n = steps - c0 < MOE__AMX_PAIRS_KC ? steps - c0 : MOE__AMX_PAIRS_KC;
+    for (int b = 0; b < nb; b++)
+      for (int j = 0; j < npair; j++) {
+        const moe_gemm_args *g = &gs[j * nb + b];
+        moe__amx_pair(&C, g, gemm1, j * nb + b);
+        for (int i = 0; i < (C.shape == MOE__AMX_2X2 ? C.np : 1); i++) {
+          moe__amx_load_c(&C, i, c0 == 0);
+          moe__amx_dense_steps(&C, g, i, c0, n);
+          moe__amx_store_c(&C, i);
+        }
+      }
+  }
+  for (int x = 0; x < nb * npair; x++) {
+    moe__amx_pair(&C, &gs[x], gemm1, x);
+    moe__amx_store(&gs[x], &C, gemm1);
+  }
+  return 1;
+}
+
+/* nb blocks x npair pairs as above, or pair by pair (moe__amx_gemm_blocks) when they do not fit it. */
+MOE__AMX_FN void moe__amx_gemm_pairs(moe_precision p, const moe_gemm_args *gs, int nb, int npair, int gemm1, moe__amx_block_buf *scratch) {
+  if (moe__amx_dense_pairs(p, gs, nb, npair, gemm1, scratch)) return;
+  for (int j = 0; j < npair; j++) moe__amx_gemm_blocks(p, &gs[j * nb], nb, gemm1, scratch);
 }
 
 /* The AMX microkernels of the list (names: <rows>x<columns>c<KR> of the C block one call runs:

@@ -242,6 +242,32 @@ static void mb_call(const moe_gemm_args *g, int which) {
 }
 static void mb_gemm1(const moe_gemm_args *g) { mb_call(g, 1); }
 static void mb_gemm2(const moe_gemm_args *g) { mb_call(g, 2); }
+
+/* The layer's dense AMX call over several panel pairs (moe__amx_gemm_pairs, MOE__AMX_PAIRS) as a
+ * kernel of one block and pair: the call under test is the last pair of the last block, beside
+ * partner pairs of other panels (mp.pairs) and a partner block of other rows, whose outputs go to
+ * scratch; so a pair or block mixed up with another reads other panels or rows. Its bits must be
+ * the one-block kernel's (each C tile sums its k steps in the same order). */
+static struct {
+  moe_gemm_args pairs[2];
+  int npair, nb;
+} mp;
+static void mp_call(const moe_gemm_args *g, int which) {
+  moe_gemm_args gs[MOE__AMX_NB];
+  const act_rows *a = mb.partner;
+  for (int32_t m = 0; m < MOE_BLOCK_M; m++) mb.rows[m] = mb.out + m * 2 * MOE_NR;
+  for (int j = 0; j < mp.npair; j++)
+    for (int b = 0; b < mp.nb; b++) {
+      moe_gemm_args x = j == mp.npair - 1 ? *g : mp.pairs[j];
+      if (b < mp.nb - 1) x.mr = a->mr, x.a = (const void *const *)a->row, x.lda = a->lda, x.a_scale = a->scale, x.row_weight = a->weight;
+      if (b < mp.nb - 1 || j < mp.npair - 1) x.c = mb.out, x.ldc = 2 * MOE_NR, x.c_rows = mb.rows;
+      gs[j * mp.nb + b] = x;
+    }
+  memset(mb.scratch, 0xA5, sizeof mb.scratch);
+  moe__amx_gemm_pairs(mb.p, gs, mp.nb, mp.npair, which == 1, mb.scratch);
+}
+static void mp_gemm1(const moe_gemm_args *g) { mp_call(g, 1); }
+static void mp_gemm2(const moe_gemm_args *g) { mp_call(g, 2); }
 #endif
 
 /* One case: test against ref for both GEMMs, every row count, every panel (pair). */
@@ -286,6 +312,15 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
                         tolerance(kc->p, which), what, NULL);
           if (rel > st->max_rel[which]) st->max_rel[which] = rel;
           st->calls++;
+          if (!moe__amx_decodes(kc->p)) { /* and the dense pairs call: 1-3 pairs x 1-2 blocks */
+            mp.npair = 1 + (int)(ri % 3), mp.nb = partner.lda ? 2 : 1; /* rows apart: pair by pair */
+            for (int j = 0; j < mp.npair - 1; j++) mp.pairs[j] = args_of(&ex, &kw, which, (p + 1 + j) % calls, ncols, &a, (int)ri);
+            snprintf(what, sizeof what, "%s %d pairs x %d blocks (partners mr=%d) gemm%d %s N=%lld K=%lld mr=%d call=%lld lda=%lld",
+                     test->name, mp.npair, mp.nb, (int)partner.mr, which, kc->lay.name, (long long)kc->N, (long long)kc->K,
+                     (int)g.mr, (long long)p, (long long)g.lda);
+            compare(which == 1 ? mp_gemm1 : mp_gemm2, which == 1 ? test->gemm1 : test->gemm2, which, &g, 0.0, what, NULL);
+            st->calls++;
+          }
           act_rows_free(&partner);
         }
 #endif
