@@ -79,8 +79,9 @@ done
 r=1
 while [ "$r" -le "$rounds" ]; do
   log "round $r"
-  # 2. The decoded formats' decode roofs, and on AMX every AMX kernel in cache and streaming.
-  step decode bench/bench_kernels --kernel __amx --threads "$threads" --runs 9
+  # 2. The decoded formats' decode roofs, and on AMX every AMX kernel in cache and streaming, the
+  #    dense ones also in the layer's calls over four panel pairs (mode "pairs": MOE__AMX_PAIRS=4).
+  step decode bench/bench_kernels --kernel __amx --threads "$threads" --runs 9 --pairs 4
   # 3. The layer: every precision, decode to prefill, on the tiles.
   step layer bench/bench_layer --model qwen3-30b-a3b --precision all --m 1,32,128,512,2048 --threads "$threads" --quick --isa "$isa"
   # 4. Decode's kernels (AVX-512: M = 1 runs them; Intel's f32 rows for W4A16 and MXFP4): every

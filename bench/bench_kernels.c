@@ -38,6 +38,7 @@ typedef struct options {
   moe_isa isa;
   int threads, runs;
   int rows;              /* cache mode: rows per call (0: full tiles)                      */
+  int pairs;             /* >0: also the AMX dense calls over this many panel pairs        */
   const char *model;
   int64_t K, N;          /* GEMM1 reduces over K, GEMM2 over N */
   double stream_mib;     /* weights per GEMM streamed in one pass */
@@ -49,13 +50,16 @@ typedef struct options {
 static void usage(void) {
   fputs("usage: bench_kernels [--kernel SUBSTR] [--isa TIER] [--threads T] [--quick] [--runs R]\n"
         "                     [--model NAME] [--K K --N N] [--stream-mib S] [--l2-kib L] [--seed S] [--rows R]\n"
+        "                     [--pairs P]\n"
         "  --kernel SUBSTR: only kernels whose name contains SUBSTR\n"
         "  --isa TIER: only kernels of that tier; an error when this CPU cannot run it\n"
         "  --model NAME: K and N of a model (default qwen3-30b-a3b: GEMM1 over K 2048, GEMM2 over N 768)\n"
         "  --stream-mib S: packed weights per GEMM in a stream pass (default 256, --quick 64)\n"
         "  --runs R: trials (cache) and rounds (stream), default 7 (--quick: 3)\n"
         "  --l2-kib L: L2 per core (default: sysconf, else 1024); the cache set fills half of it\n"
-        "  --rows R: rows per call in cache mode (default: full tiles up to 32); e.g. the AMX/AVX-512 crossover\n",
+        "  --rows R: rows per call in cache mode (default: full tiles up to 32); e.g. the AMX/AVX-512 crossover\n"
+        "  --pairs P: also mode \"pairs\" for AMX bf16/fp16/int8: the cache set in the layer's calls over P panel\n"
+        "             pairs and 8 / P blocks of those rows (moe__amx_gemm_pairs, MOE__AMX_PAIRS=P in the layer)\n",
         stderr);
   exit(2);
 }
@@ -85,6 +89,7 @@ static options parse_options(int argc, char **argv) {
     else if (!strcmp(a, "--l2-kib")) l2_kib = atof(v);
     else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);
     else if (!strcmp(a, "--rows")) o.rows = atoi(v);
+    else if (!strcmp(a, "--pairs")) o.pairs = atoi(v);
     else usage();
   }
   if (!(m = kit_model_find(o.model))) die("unknown model '%s'", o.model);
@@ -96,6 +101,9 @@ static options parse_options(int argc, char **argv) {
   o.l2_bytes = l2_kib > 0 ? (size_t)(l2_kib * 1024) : l2_cache_bytes();
   if (o.threads < 1) die("--threads must be >= 1");
   if (o.K < 1 || o.N < 1) die("bad K=%lld N=%lld", (long long)o.K, (long long)o.N);
+#ifdef MOE__HAVE_AMX
+  if (o.pairs < 0 || o.pairs > MOE__AMX_NB) die("--pairs must be 0..%d", MOE__AMX_NB);
+#endif
   return o;
 }
 
@@ -112,6 +120,7 @@ typedef struct lane {
   float scale[MOE_BLOCK_M], weight[MOE_BLOCK_M];
   uint8_t *rows;                  /* the activation rows, lda bytes apart (as the layer lays them out) */
   float *c, *c_rows[MOE_BLOCK_M]; /* GEMM1: mr x 32 block; GEMM2: mr rows of 64 */
+  void *scratch;                  /* pairs mode: MOE__AMX_NB block buffers (moe__amx_block_buf) */
   double seconds, flops;          /* of the last task */
 } lane;
 
@@ -155,6 +164,7 @@ static void lane_init(lane *l, const moe_experts *ex, int gemm, int32_t mr, kit_
 static void lane_free(lane *l) {
   free(l->rows);
   free(l->c);
+  free(l->scratch);
 }
 
 /* ==== a job: one kernel, one GEMM, a range of units, on every thread ============================== */
@@ -168,13 +178,45 @@ typedef struct job {
   int64_t first, count; /* units first .. first + count - 1 (mod total) */
   int64_t reps;       /* passes over them */
   int split;          /* 1: the threads split the units (stream); 0: each runs all of them (cache) */
+  int pairs;          /* >0: AMX calls over this many units and MOE__AMX_NB / pairs blocks (pairs mode) */
+  moe_precision p;
 } job;
+
+/* Pairs mode: units lo..hi-1 in AMX calls of j->pairs units x MOE__AMX_NB / j->pairs blocks (the
+ * lane's rows in each), as the layer makes them with MOE__AMX_PAIRS (moe__amx_gemm_pairs); each
+ * call with the next call's units as prefetch hint. */
+static double run_pairs(const job *j, lane *l, int64_t lo, int64_t hi) {
+  double flops = 0;
+#ifdef MOE__HAVE_AMX
+  const int nb = MOE__AMX_NB / j->pairs;
+  moe_gemm_args gs[MOE__AMX_NB];
+  for (int64_t u = lo; u < hi; u += j->pairs) {
+    const int np = (int)(hi - u < j->pairs ? hi - u : j->pairs);
+    for (int q = 0; q < np; q++) {
+      moe_gemm_args g = l->g;
+      unit_at(j->ex, j->gemm, (j->first + u + q) % j->total, &g);
+      for (int b = 0; b < nb; b++) gs[q * nb + b] = g;
+      flops += nb * unit_flops(j->gemm, g.mr, g.nr, g.kred);
+    }
+    if (u + np < hi) {
+      moe_gemm_args n = l->g;
+      gs[0].w_next_bytes = unit_at(j->ex, j->gemm, (j->first + u + np) % j->total, &n) * (size_t)j->pairs;
+      gs[0].w_next = n.w;
+    }
+    moe__amx_gemm_pairs(j->p, gs, nb, np, j->gemm == 1, (moe__amx_block_buf *)l->scratch);
+  }
+#else
+  (void)j, (void)l, (void)lo, (void)hi;
+#endif
+  return flops;
+}
 
 /* Calls the kernel on units lo..hi-1 of the job, each call with the next unit as prefetch hint, as
  * the layer gives it. */
 static double run_units(const job *j, lane *l, int64_t lo, int64_t hi) {
   moe_gemm_args next = l->g;
   double flops = 0;
+  if (j->pairs) return run_pairs(j, l, lo, hi);
   size_t next_bytes = unit_at(j->ex, j->gemm, (j->first + lo) % j->total, &next);
   for (int64_t u = lo; u < hi; u++) {
     moe_gemm_args cur = next;
@@ -258,6 +300,7 @@ static job job_make(const ctx *c, const moe_gemm_config *k, int gemm, const moe_
   for (int t = 0; t < j.threads; t++) lane_init(&j.lanes[t], ex, gemm, mr, &r);
   j.total = units_per_expert(ex, gemm) * ex->E;
   j.reps = 1;
+  j.p = ex->precision;
   return j;
 }
 
@@ -267,13 +310,21 @@ static void job_free(job *j) {
 }
 
 /* Cache: expert 0's first units up to half of L2, passes repeated for ~cache_s per trial; per trial
- * the sum of the threads' own rates (as the peak is measured). */
-static result measure_cache(const ctx *c, const moe_gemm_config *k, int gemm, const moe_experts *ex) {
+ * the sum of the threads' own rates (as the peak is measured). pairs > 0: in the pairs mode's
+ * calls (run_pairs). */
+static result measure_cache(const ctx *c, const moe_gemm_config *k, int gemm, const moe_experts *ex, int pairs) {
   result res;
   job j = job_make(c, k, gemm, ex, c->o->rows > 0 ? c->o->rows : full_tile_rows(k, gemm));
   double *rate = (double *)kit_malloc((size_t)c->o->runs * sizeof *rate), pass_s, target;
   moe_gemm_args g;
   memset(&res, 0, sizeof res);
+#ifdef MOE__HAVE_AMX
+  j.pairs = pairs;
+  for (int t = 0; pairs && t < j.threads; t++) /* 64-byte aligned, as the layer's workspace */
+    if (!(j.lanes[t].scratch = aligned_alloc(64, MOE__AMX_NB * sizeof(moe__amx_block_buf)))) die("out of memory");
+#else
+  (void)pairs;
+#endif
   j.count = cache_units(ex, gemm, c->o->l2_bytes);
   unit_at(ex, gemm, 0, &g); /* the first unit's columns */
   pass_s = job_run(c->pool, &j); /* also brings the set into every core's L2 */
@@ -284,7 +335,7 @@ static result measure_cache(const ctx *c, const moe_gemm_config *k, int gemm, co
     rate[i] = 0;
     for (int t = 0; t < j.threads; t++) rate[i] += j.lanes[t].flops / j.lanes[t].seconds / 1e9;
   }
-  res.k = k, res.gemm = gemm, res.mode = "cache", res.runs = c->o->runs;
+  res.k = k, res.gemm = gemm, res.mode = pairs ? "pairs" : "cache", res.runs = c->o->runs;
   res.mr = j.lanes[0].g.mr, res.nr = g.nr, res.kred = j.lanes[0].g.kred, res.units = j.count;
   res.bytes = job_bytes(&j);
   res.gflops = stats_of(rate, c->o->runs);
@@ -378,7 +429,7 @@ static void print_decode(const ctx *c, const result *r) {
 
 static void print_result(const ctx *c, const result *r) {
   json j;
-  int cache = !strcmp(r->mode, "cache");
+  int cache = strcmp(r->mode, "stream") != 0; /* cache, or pairs: calls in cache */
   if (!strcmp(r->mode, "decode")) {
     print_decode(c, r);
     return;
@@ -411,7 +462,7 @@ static void print_result(const ctx *c, const result *r) {
   }
   json_end(&j);
   if (cache)
-    fprintf(stderr, "  %s cache  %2dx%-2d k%-5lld %8.1f G%s/s", r->gemm == 1 ? "gemm1" : "gemm2", (int)r->mr, (int)r->nr,
+    fprintf(stderr, "  %s %-6s %2dx%-2d k%-5lld %8.1f G%s/s", r->gemm == 1 ? "gemm1" : "gemm2", r->mode, (int)r->mr, (int)r->nr,
             (long long)r->kred, r->gflops.max, moe__is_a8(r->k->precision) ? "OP" : "FLOP");
   else
     fprintf(stderr, "  %s stream  1x%-2d k%-5lld %8.2f GB/s", r->gemm == 1 ? "gemm1" : "gemm2", (int)r->nr,
@@ -471,6 +522,16 @@ static void *pack_weights(const ctx *c, moe_precision p, int vector, moe_experts
   return buf;
 }
 
+/* 1 for the kernels with a pairs mode: AMX bf16, fp16, int8 (moe__amx_gemm_pairs). */
+static int pairs_mode(const moe_gemm_config *k) {
+#ifdef MOE__HAVE_AMX
+  return k->isa == MOE_ISA_AMX && !moe__amx_decodes(k->precision);
+#else
+  (void)k;
+  return 0;
+#endif
+}
+
 /* Every mode of kernel k; only the decode roof where this CPU runs its decoders but not the kernel. */
 static void bench_kernel(const ctx *c, const moe_gemm_config *k, const moe_experts *ex) {
   const int runs = moe_kernel_runnable(k);
@@ -480,9 +541,10 @@ static void bench_kernel(const ctx *c, const moe_gemm_config *k, const moe_exper
     d.decode_gbs = 0;
     if (decodes(k)) d = measure_decode(c, k, gemm, ex), print_result(c, &d);
     if (!runs) continue;
-    r = measure_cache(c, k, gemm, ex);
+    r = measure_cache(c, k, gemm, ex, 0);
     r.decode_gbs = d.decode_gbs;
     print_result(c, &r);
+    if (c->o->pairs && pairs_mode(k)) r = measure_cache(c, k, gemm, ex, c->o->pairs), print_result(c, &r);
     r = measure_stream(c, k, gemm, ex);
     print_result(c, &r);
   }
