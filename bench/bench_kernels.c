@@ -120,7 +120,9 @@ typedef struct lane {
   float scale[MOE_BLOCK_M], weight[MOE_BLOCK_M];
   uint8_t *rows;                  /* the activation rows, lda bytes apart (as the layer lays them out) */
   float *c, *c_rows[MOE_BLOCK_M]; /* GEMM1: mr x 32 block; GEMM2: mr rows of 64 */
-  void *scratch;                  /* pairs mode: MOE__AMX_NB block buffers (moe__amx_block_buf) */
+  void *scratch;                  /* pairs mode: MOE__AMX_NB block buffers (moe__amx_block_buf), */
+  uint8_t *blocks;                /* and each block's own copy of the rows                       */
+  const void *block_row[MOE_BLOCK_M * 8]; /* [block][row], up to MOE__AMX_NB blocks */
   double seconds, flops;          /* of the last task */
 } lane;
 
@@ -165,6 +167,24 @@ static void lane_free(lane *l) {
   free(l->rows);
   free(l->c);
   free(l->scratch);
+  free(l->blocks);
+}
+
+/* Pairs mode (calls of `pairs` units): the lane's scratch, and a copy of its rows per block (as
+ * the layer's blocks hold other tokens' rows, each block's A comes from L2 once per chunk). */
+static void lane_pairs(lane *l, int pairs) {
+#ifdef MOE__HAVE_AMX
+  const int nb = MOE__AMX_NB / pairs;
+  const size_t bytes = (size_t)l->g.lda * (size_t)((l->g.mr + 15) / 16 * 16);
+  if (!(l->scratch = aligned_alloc(64, MOE__AMX_NB * sizeof(moe__amx_block_buf)))) die("out of memory");
+  l->blocks = (uint8_t *)kit_malloc((size_t)nb * bytes);
+  for (int b = 0; b < nb; b++) {
+    memcpy(l->blocks + b * bytes, l->rows, bytes);
+    for (int32_t m = 0; m < l->g.mr; m++) l->block_row[b * MOE_BLOCK_M + m] = l->blocks + b * bytes + m * l->g.lda;
+  }
+#else
+  (void)l, (void)pairs;
+#endif
 }
 
 /* ==== a job: one kernel, one GEMM, a range of units, on every thread ============================== */
@@ -195,7 +215,7 @@ static double run_pairs(const job *j, lane *l, int64_t lo, int64_t hi) {
     for (int q = 0; q < np; q++) {
       moe_gemm_args g = l->g;
       unit_at(j->ex, j->gemm, (j->first + u + q) % j->total, &g);
-      for (int b = 0; b < nb; b++) gs[q * nb + b] = g;
+      for (int b = 0; b < nb; b++) gs[q * nb + b] = g, gs[q * nb + b].a = &l->block_row[b * MOE_BLOCK_M];
       flops += nb * unit_flops(j->gemm, g.mr, g.nr, g.kred);
     }
     if (u + np < hi) {
@@ -216,8 +236,9 @@ static double run_pairs(const job *j, lane *l, int64_t lo, int64_t hi) {
 static double run_units(const job *j, lane *l, int64_t lo, int64_t hi) {
   moe_gemm_args next = l->g;
   double flops = 0;
+  size_t next_bytes;
   if (j->pairs) return run_pairs(j, l, lo, hi);
-  size_t next_bytes = unit_at(j->ex, j->gemm, (j->first + lo) % j->total, &next);
+  next_bytes = unit_at(j->ex, j->gemm, (j->first + lo) % j->total, &next);
   for (int64_t u = lo; u < hi; u++) {
     moe_gemm_args cur = next;
     if (u + 1 < hi) {
@@ -318,13 +339,8 @@ static result measure_cache(const ctx *c, const moe_gemm_config *k, int gemm, co
   double *rate = (double *)kit_malloc((size_t)c->o->runs * sizeof *rate), pass_s, target;
   moe_gemm_args g;
   memset(&res, 0, sizeof res);
-#ifdef MOE__HAVE_AMX
   j.pairs = pairs;
-  for (int t = 0; pairs && t < j.threads; t++) /* 64-byte aligned, as the layer's workspace */
-    if (!(j.lanes[t].scratch = aligned_alloc(64, MOE__AMX_NB * sizeof(moe__amx_block_buf)))) die("out of memory");
-#else
-  (void)pairs;
-#endif
+  for (int t = 0; pairs && t < j.threads; t++) lane_pairs(&j.lanes[t], pairs);
   j.count = cache_units(ex, gemm, c->o->l2_bytes);
   unit_at(ex, gemm, 0, &g); /* the first unit's columns */
   pass_s = job_run(c->pool, &j); /* also brings the set into every core's L2 */

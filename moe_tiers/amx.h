@@ -683,7 +683,7 @@ MOE__AMX_FN void moe__amx_gemm_blocks(moe_precision p, const moe_gemm_args *gs, 
 #define MOE__TILE_LOAD_B MOE__TILE_LOAD
 #endif
 
-/* Pair j's panels: their codes, count and the pass shape of block b (C->blk: its buffer). */
+/* The call's running (pair, block) g: its panels' codes and count, its pass shape, its C buffer. */
 static inline void moe__amx_pair(moe__amx_call *C, const moe_gemm_args *g, int gemm1, int buf) {
   C->np = gemm1 || g->nr > MOE_NR ? 2 : 1;
   for (int i = 0; i < 2; i++) C->codes[i] = g->w + (size_t)(i < C->np ? i : 0) * g->panel_bytes + moe__codes_offset(C->p);
@@ -721,17 +721,17 @@ MOE__AMX_FN void moe__amx_dense_steps(moe__amx_call *C, const moe_gemm_args *g, 
 MOE__AMX_FN int moe__amx_dense_pairs(moe_precision p, const moe_gemm_args *gs, int nb, int npair, int gemm1, moe__amx_block_buf *bufs) {
   moe__amx_call C;
   const int64_t ks = moe__is_a8(p) ? 64 : 32, steps = gs[0].kred / ks;
-  int64_t runs = 0;
+  int64_t passes = 0; /* per chunk, of all pairs and blocks */
   if (!bufs || moe__amx_decodes(p) || gs[0].kred % ks || nb * npair > MOE__AMX_NB) return 0;
   for (int x = 0; x < nb * npair; x++)
     if (!gs[x].lda || gs[x].kred != gs[0].kred) return 0;
   C.bufs = bufs, C.p = p, C.a8 = moe__is_a8(p), C.dot = C.a8 ? MOE__AMX_BUSD : MOE__AMX_BF16;
   for (int x = 0; x < nb * npair; x++) {
     moe__amx_pair(&C, &gs[x], gemm1, x);
-    runs += C.shape == MOE__AMX_2X2 ? C.np : 1;
+    passes += C.shape == MOE__AMX_2X2 ? C.np : 1;
   }
   C.pf = gs[0].w_next, C.pf_end = gs[0].w_next ? gs[0].w_next + gs[0].w_next_bytes : NULL;
-  C.pf_lines = gs[0].w_next ? (int)moe__cdiv((int64_t)(gs[0].w_next_bytes / 64), steps * runs) : 0;
+  C.pf_lines = gs[0].w_next ? (int)moe__cdiv((int64_t)(gs[0].w_next_bytes / 64), steps * passes) : 0;
   C.own[0] = C.own[1] = NULL;
   if (!gemm1)
     for (int x = 0; x < nb * npair; x++) moe__prefetch_c_rows(&gs[x], 0, gs[x].mr);
@@ -756,7 +756,8 @@ MOE__AMX_FN int moe__amx_dense_pairs(moe_precision p, const moe_gemm_args *gs, i
   return 1;
 }
 
-/* nb blocks x npair pairs as above, or pair by pair (moe__amx_gemm_blocks) when they do not fit it. */
+/* nb blocks x npair pairs as above, or pair by pair (moe__amx_gemm_blocks) when they do not fit it;
+ * scratch: the caller's MOE__AMX_NB block buffers. */
 MOE__AMX_FN void moe__amx_gemm_pairs(moe_precision p, const moe_gemm_args *gs, int nb, int npair, int gemm1, moe__amx_block_buf *scratch) {
   if (moe__amx_dense_pairs(p, gs, nb, npair, gemm1, scratch)) return;
   for (int j = 0; j < npair; j++) moe__amx_gemm_blocks(p, &gs[j * nb], nb, gemm1, scratch);
