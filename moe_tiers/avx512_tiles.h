@@ -1875,8 +1875,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_1(const moe_gemm_args *
       moe__fp8_line(w1 + 64 * (size_t)i_, &t, &v10, &v11);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -1927,8 +1927,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_2(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, i_); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -1984,8 +1984,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, i_); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2046,8 +2046,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, i_); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2127,8 +2127,8 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_5(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, i_); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a4, i_); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2211,8 +2211,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_1(const moe_gemm_args *
       const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2283,8 +2283,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_2(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2365,8 +2365,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2457,8 +2457,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2561,8 +2561,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_1(const moe_gemm_args *
       const __m512bh v10 = moe__b4_pair_minus(e10, o10, 3, t), v11 = moe__b4_pair_minus(e11, o11, 3, t);
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2645,8 +2645,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_2(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2734,8 +2734,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_3(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2828,8 +2828,8 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
       { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
       { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
       }
-      moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-      moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2913,8 +2913,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 2);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 64 * (size_t)i_), 2);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 64 * (size_t)i_), 2);
       }
       { const int64_t i_ = i + 1;
       {
@@ -2976,8 +2976,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_2(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       }
-      moe__prefetch_ahead(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
-      moe__prefetch_ahead(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3022,8 +3022,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3072,8 +3072,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
       }
-      moe__prefetch_ahead(pf[0] + 64 * (size_t)i_, 1);
-      moe__prefetch_ahead(pf[1] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[1] + 64 * (size_t)i_, 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -3168,8 +3168,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_1(const moe_gemm_args 
         const __m512 v00 = moe__b4_f32_at(l00, 12, t), v01 = moe__b4_f32_at(l01, 12, t), v10 = moe__b4_f32_at(l10, 12, t), v11 = moe__b4_f32_at(l11, 12, t);
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3278,8 +3278,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_2(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3406,8 +3406,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_3(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3552,8 +3552,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3702,8 +3702,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_1(const moe_gemm_args 
         const __m512 v00 = moe__b4_f32_minus(o00, 8, t, t_hi), v01 = moe__b4_f32_minus(o01, 8, t, t_hi), v10 = moe__b4_f32_minus(o10, 8, t, t_hi), v11 = moe__b4_f32_minus(o11, 8, t, t_hi);
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3824,8 +3824,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_2(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af0[8 * (i_ - ab) + 6]); c0_0 = moe__fma(c0_0, a, v00); c1_0 = moe__fma(c1_0, a, v01); c2_0 = moe__fma(c2_0, a, v10); c3_0 = moe__fma(c3_0, a, v11); }
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         }
-        moe__prefetch_ahead(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
-        moe__prefetch_ahead(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[0], 128 * (size_t)i_), 2);
+        moe__prefetch_l1(moe__ahead_at(&pf[1], 128 * (size_t)i_), 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -3959,8 +3959,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_3(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af1[8 * (i_ - ab) + 6]); c0_1 = moe__fma(c0_1, a, v00); c1_1 = moe__fma(c1_1, a, v01); c2_1 = moe__fma(c2_1, a, v10); c3_1 = moe__fma(c3_1, a, v11); }
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
@@ -4107,8 +4107,8 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
         { const __m512 a = _mm512_set1_ps(af2[8 * (i_ - ab) + 6]); c0_2 = moe__fma(c0_2, a, v00); c1_2 = moe__fma(c1_2, a, v01); c2_2 = moe__fma(c2_2, a, v10); c3_2 = moe__fma(c3_2, a, v11); }
         { const __m512 a = _mm512_set1_ps(af3[8 * (i_ - ab) + 6]); c0_3 = moe__fma(c0_3, a, v00); c1_3 = moe__fma(c1_3, a, v01); c2_3 = moe__fma(c2_3, a, v10); c3_3 = moe__fma(c3_3, a, v11); }
         }
-        moe__prefetch_ahead(pf[0] + 128 * (size_t)i_, 2);
-        moe__prefetch_ahead(pf[1] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+        moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
         }
     }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */

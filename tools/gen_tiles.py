@@ -340,7 +340,7 @@ def direct_tile(fam, kind, mr):
     else:
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
         rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
-    prefetch = lambda steps: [f"    moe__prefetch_ahead({ahead(mr, p, f'{line} * (size_t)i_')}, {steps * line // 64});" for p in range(kind["panels"])]
+    prefetch = lambda steps: [f"    moe__prefetch_l1({ahead(mr, p, f'{line} * (size_t)i_')}, {steps * line // 64});" for p in range(kind["panels"])]
     pf = prefetch(1)  # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_ahead)
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if not a16:  # W4A8: exact int32 sums, any order; 1 row in two sets of steps
