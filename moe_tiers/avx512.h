@@ -131,8 +131,8 @@ MOE__AVX512_BASE MOE__INLINE __m512i moe__bcast_tail(const uint8_t *a, int64_t i
 MOE__AVX512_BASE MOE__INLINE void moe__prefetch_ahead(const uint8_t *p, int lines) {
   for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T1);
 }
-/* ... into L1: the low-bit tiles' streams (one Zen 5 core streams their codes 4-30 % faster than
- * with prefetcht1, W4A8 20 %; docs/amx.md, twenty-second sitting). */
+/* ... into L1: the low-bit tiles' streams (one Zen 5 core streams their codes 4-31 % faster than
+ * with prefetcht1, W4A8 19 %; docs/amx.md, twenty-second sitting). */
 MOE__AVX512_BASE MOE__INLINE void moe__prefetch_l1(const uint8_t *p, int lines) {
   for (int l = 0; l < lines; l++) _mm_prefetch((const char *)p + 64 * l, _MM_HINT_T0);
 }
