@@ -685,20 +685,9 @@ static inline int64_t moe__amx_run(const moe__layer *L, int64_t b, int64_t end, 
   return n;
 }
 
-/* GEMM1 of blocks [b, b + n) of one expert, h panel p, in one AMX call. */
-static inline void moe__gemm1_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t p, int64_t next_p, void *amx) {
-#ifdef MOE__HAVE_AMX
-  moe__rows R[MOE__AMX_NB];
-  moe_gemm_args g[MOE__AMX_NB];
-  for (int64_t i = 0; i < n; i++)
-    if (!moe__gemm1_args(L, b + i, p, next_p, &g[i], &R[i])) return;
-  moe__amx_gemm_blocks(L->p, g, (int)n, 1, (moe__amx_block_buf *)amx);
-#else
-  (void)L, (void)b, (void)n, (void)p, (void)next_p, (void)amx;
-#endif
-}
-/* GEMM1 of blocks [b, b + n) of one expert, h panels [p, p + np), in one AMX call; the next call's
- * next_np panels from next_p on (-1: none) prefetched. */
+/* GEMM1 of blocks [b, b + n) of one expert, h panels [p, p + np), in one AMX call (one panel: the
+ * blocks' call, moe__amx_gemm_blocks); the next call's next_np panels from next_p on (-1: none)
+ * prefetched. */
 static inline void moe__gemm1_pairs(const moe__layer *L, int64_t b, int64_t n, int64_t p, int64_t np, int64_t next_p, int64_t next_np,
                                     void *amx) {
 #ifdef MOE__HAVE_AMX
@@ -727,18 +716,6 @@ static inline void moe__gemm2_pairs(const moe__layer *L, int64_t b, int64_t n, i
   moe__amx_gemm_pairs(L->p, g, (int)n, (int)nq, 0, (moe__amx_block_buf *)amx);
 #else
   (void)L, (void)b, (void)n, (void)q, (void)nq, (void)next, (void)next_bytes, (void)amx;
-#endif
-}
-/* GEMM2 of blocks [b, b + n) of one expert, output panel pair q, in one AMX call. */
-static inline void moe__gemm2_blocks(const moe__layer *L, int64_t b, int64_t n, int64_t q, const uint8_t *next, size_t next_bytes,
-                                     void *amx) {
-#ifdef MOE__HAVE_AMX
-  moe__rows R[MOE__AMX_NB];
-  moe_gemm_args g[MOE__AMX_NB];
-  for (int64_t i = 0; i < n; i++) moe__gemm2_args(L, b + i, q, next, next_bytes, &g[i], &R[i]);
-  moe__amx_gemm_blocks(L->p, g, (int)n, 0, (moe__amx_block_buf *)amx);
-#else
-  (void)L, (void)b, (void)n, (void)q, (void)next, (void)next_bytes, (void)amx;
 #endif
 }
 
@@ -787,9 +764,8 @@ static inline void moe__gemm1_item(moe__layer *L, int64_t t, void *amx) {
     const int64_t next_np = next < 0 ? 0 : p1 - next < P ? p1 - next : P;
     for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
       n = moe__amx_run(L, b, L->group_first[gi + 1], amx); /* blocks that share one AMX call */
-      if (n > 0 && P > 1) moe__gemm1_pairs(L, b, n, p, np, next, next_np, amx);
-      else if (n > 1) moe__gemm1_blocks(L, b, n, p, next, amx);
-      else {
+      if (n > 0) moe__gemm1_pairs(L, b, n, p, np, next, next_np, amx);
+      else { /* block b runs AVX-512 */
         for (int64_t q = p; q < p + np; q++) moe__gemm1_block(L, b, q, q + 1 < p1 ? q + 1 : -1);
         n = 1;
       }
@@ -831,9 +807,8 @@ static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx) {
                             : gi + 1 < L->n_groups ? moe__w2_pairs(L, gi + 1, q0, q1 - q0 < P ? q1 - q0 : P, &next_bytes) : NULL;
       for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
         n = moe__amx_run(L, b, L->group_first[gi + 1], amx);
-        if (n > 0 && P > 1) moe__gemm2_pairs(L, b, n, q, nq, next, next_bytes, amx);
-        else if (n > 1) moe__gemm2_blocks(L, b, n, q, next, next_bytes, amx);
-        else {
+        if (n > 0) moe__gemm2_pairs(L, b, n, q, nq, next, next_bytes, amx);
+        else { /* block b runs AVX-512 */
           for (int64_t j = q; j < q + nq; j++) moe__gemm2_block(L, b, j, next, next_bytes);
           n = 1;
         }

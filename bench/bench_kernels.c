@@ -234,10 +234,11 @@ static double run_pairs(const job *j, lane *l, int64_t lo, int64_t hi) {
 /* Calls the kernel on units lo..hi-1 of the job, each call with the next unit as prefetch hint, as
  * the layer gives it. */
 static double run_units(const job *j, lane *l, int64_t lo, int64_t hi) {
-  moe_gemm_args next = l->g;
+  moe_gemm_args next;
   double flops = 0;
   size_t next_bytes;
   if (j->pairs) return run_pairs(j, l, lo, hi);
+  next = l->g;
   next_bytes = unit_at(j->ex, j->gemm, (j->first + lo) % j->total, &next);
   for (int64_t u = lo; u < hi; u++) {
     moe_gemm_args cur = next;

@@ -756,10 +756,11 @@ MOE__AMX_FN int moe__amx_dense_pairs(moe_precision p, const moe_gemm_args *gs, i
   return 1;
 }
 
-/* nb blocks x npair pairs as above, or pair by pair (moe__amx_gemm_blocks) when they do not fit it;
- * scratch: the caller's MOE__AMX_NB block buffers. */
+/* nb blocks x npair pairs as above, or pair by pair (moe__amx_gemm_blocks: one pair, or calls that
+ * do not fit it); scratch: the caller's MOE__AMX_NB block buffers, or NULL for at most
+ * MOE__AMX_NB_STACK blocks. */
 MOE__AMX_FN void moe__amx_gemm_pairs(moe_precision p, const moe_gemm_args *gs, int nb, int npair, int gemm1, moe__amx_block_buf *scratch) {
-  if (moe__amx_dense_pairs(p, gs, nb, npair, gemm1, scratch)) return;
+  if (npair > 1 && moe__amx_dense_pairs(p, gs, nb, npair, gemm1, scratch)) return;
   for (int j = 0; j < npair; j++) moe__amx_gemm_blocks(p, &gs[j * nb], nb, gemm1, scratch);
 }
 
