@@ -2902,9 +2902,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
     const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
     __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-    __m512i d0_0 = _mm512_setzero_si512(), d1_0 = _mm512_setzero_si512(), d2_0 = _mm512_setzero_si512(), d3_0 = _mm512_setzero_si512();
-    int64_t i = lo;
-    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
       {
       __m512i v00, v01;
@@ -2913,28 +2911,8 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
       moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
       { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
-      moe__prefetch_l1(moe__ahead_at(&pf[0], 64 * (size_t)i_), 2);
-      moe__prefetch_l1(moe__ahead_at(&pf[1], 64 * (size_t)i_), 2);
-      }
-      { const int64_t i_ = i + 1;
-      {
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      __m512i v10, v11;
-      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); d0_0 = moe__dpbusd(d0_0, v00, a); d1_0 = moe__dpbusd(d1_0, v01, a); d2_0 = moe__dpbusd(d2_0, v10, a); d3_0 = moe__dpbusd(d3_0, v11, a); }
-      }
-      }
-    }
-    if (i < hi)
-      { const int64_t i_ = i;
-      {
-      __m512i v00, v01;
-      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
-      __m512i v10, v11;
-      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
-      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
-      }
+      moe__prefetch_l1(moe__ahead_at(&pf[0], 64 * (size_t)i_), 1);
+      moe__prefetch_l1(moe__ahead_at(&pf[1], 64 * (size_t)i_), 1);
       }
     if (hi < s1) /* the group ends inside a step: only its elements below k1 */
       { const int64_t i_ = hi;
@@ -2946,7 +2924,6 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
       { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
       }
       }
-    c0_0 = _mm512_add_epi32(c0_0, d0_0); c1_0 = _mm512_add_epi32(c1_0, d1_0); c2_0 = _mm512_add_epi32(c2_0, d2_0); c3_0 = _mm512_add_epi32(c3_0, d3_0);
     {
     const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
     const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);

@@ -286,15 +286,15 @@ def direct_tile(fam, kind, mr):
     depend on the rows beside it (test_kernels runs each row alone too). (Two chains per group, kept
     in registers for 1-2 rows and run as two passes for 3-4 rows, gained 5-20% at one row in cache
     and lost 5-10% in prefill; two whole groups a step of each in turn, +17 % at one row in cache,
-    streamed worse at M = 1: docs/amx.md, twenty-second sitting. Neither kept.) W4A8's exact int32
-    sums of 1 row run in two sets of steps. The first tile prefetches MOE__LOWBIT_AHEAD bytes in
+    streamed worse at M = 1: docs/amx.md, twenty-second sitting. Neither kept; nor W4A8's 1 row in
+    two sets of steps: 5 % faster in cache, 4-5 % slower from DRAM, twenty-third sitting.) The first
+    tile prefetches MOE__LOWBIT_AHEAD bytes in
     front of its loads, the second the panels the caller reads next (w_next), each step by step
     (moe__lowbit_ahead)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
     sfx = "ps" if a16 else "epi32"
-    by_step = f == "q4" and mr == 1
     line = 128 if fam["pairs"] == 4 else 64  # code bytes per step and panel
     vt = "__m512" if a16 else "__m512i"
     out = [f"/* {f} {k}, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
@@ -326,8 +326,6 @@ def direct_tile(fam, kind, mr):
     zero = "_mm512_setzero_ps()" if a16 else "_mm512_setzero_si512()"
     for r in range(mr):
         out.append(f"    {vt} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
-        if by_step:
-            out.append(f"    {vt} " + ", ".join(f"d{v}_{r} = {zero}" for v in range(nacc)) + ";")
     if fam.get("f32"):  # full steps: f32 activations from af (it holds steps [ab, ae)); pair j of step i is pair 4i + j
         full = lambda r, j, half: f"_mm512_set1_ps(af{r}[8 * (i_ - ab) + {2 * j + (half == 'hi')}])"
         rng = lambda r, j, half: f"moe__bf16_{half}_f32(moe__bcast_range(a{r}, 4 * i_ + {j}, k0, k1, 2, 2, 0))"
@@ -340,26 +338,14 @@ def direct_tile(fam, kind, mr):
     else:
         full = lambda r, j: f"moe__bcast_group(a{r}, i_)"
         rng = lambda r, j: f"moe__bcast_range(a{r}, i_, k0, k1, 4, 1, 0x80)"
-    prefetch = lambda steps: [f"    moe__prefetch_l1({ahead(mr, p, f'{line} * (size_t)i_')}, {steps * line // 64});" for p in range(kind["panels"])]
-    pf = prefetch(1)  # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_ahead)
+    # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_ahead)
+    pf = [f"    moe__prefetch_l1({ahead(mr, p, f'{line} * (size_t)i_')}, {line // 64});" for p in range(kind["panels"])]
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
-    if not a16:  # W4A8: exact int32 sums, any order; 1 row in two sets of steps
-        if by_step:  # two steps an iteration: its first step prefetches the lines of both
-            out.append("    int64_t i = lo;")
-            out.append("    MOE__NO_UNROLL for (; i + 1 < hi; i += 2) {")
-            out += body(full, "i", lambda j: "c", prefetch(2))
-            out += body(full, "i + 1", lambda j: "d")
-            out.append("    }")
-            out.append("    if (i < hi)")
-            out += body(full, "i", lambda j: "c")
-        else:
-            out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-            out += body(full, "i", lambda j: "c", pf)
+    if not a16:  # W4A8: exact int32 sums
+        out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
+        out += body(full, "i", lambda j: "c", pf)
         out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
         out += body(rng, "hi", lambda j: "c")
-        if by_step:
-            for r in range(mr):
-                out.append("    " + " ".join(f"c{v}_{r} = _mm512_add_epi32(c{v}_{r}, d{v}_{r});" for v in range(nacc)))
     else:  # one chain per output
         if f == "fp8":
             out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
