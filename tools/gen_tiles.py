@@ -287,10 +287,9 @@ def direct_tile(fam, kind, mr):
     in registers for 1-2 rows and run as two passes for 3-4 rows, gained 5-20% at one row in cache
     and lost 5-10% in prefill; two whole groups a step of each in turn, +17 % at one row in cache,
     streamed worse at M = 1: docs/amx.md, twenty-second sitting. Neither kept; nor W4A8's 1 row in
-    two sets of steps: 5 % faster in cache, 4-5 % slower from DRAM, twenty-third sitting.) The first
-    tile prefetches MOE__LOWBIT_AHEAD bytes in
-    front of its loads, the second the panels the caller reads next (w_next), each step by step
-    (moe__lowbit_ahead)."""
+    two sets of steps: 8-9 % faster in cache, 3-4 % slower from DRAM, twenty-third sitting.) The
+    first tile prefetches MOE__LOWBIT_AHEAD bytes in front of its loads, the second the panels the
+    caller reads next (w_next), each step by step (moe__lowbit_ahead)."""
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
@@ -341,30 +340,24 @@ def direct_tile(fam, kind, mr):
     # each step's lines, MOE__LOWBIT_AHEAD in front (moe__lowbit_ahead)
     pf = [f"    moe__prefetch_l1({ahead(mr, p, f'{line} * (size_t)i_')}, {line // 64});" for p in range(kind["panels"])]
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
-    if not a16:  # W4A8: exact int32 sums
+    if f == "fp8":
+        out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
+        out += body(rng, "s0", lambda j: "c")
+    if fam.get("f32"):  # the full steps in runs that af holds as f32, refilled where a run ends
+        out.append("    for (int64_t ib = lo, ie; ib < hi; ib = ie) {")
+        out.append("      if (ib >= ae) {")
+        out.append("        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;")
+        out.append("        " + " ".join(f"moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a{r} + 8 * ab, af{r}, 8 * (ae - ab));" for r in range(mr)))
+        out.append("      }")
+        out.append("      ie = hi < ae ? hi : ae;")
+        out.append("      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)")
+        out += ["  " + l for l in body(full, "i", lambda j: "c", pf)]
+        out.append("    }")
+    else:
         out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
         out += body(full, "i", lambda j: "c", pf)
-        out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
-        out += body(rng, "hi", lambda j: "c")
-    else:  # one chain per output
-        if f == "fp8":
-            out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
-            out += body(rng, "s0", lambda j: "c")
-        if fam.get("f32"):  # the full steps in runs that af holds as f32, refilled where a run ends
-            out.append("    for (int64_t ib = lo, ie; ib < hi; ib = ie) {")
-            out.append("      if (ib >= ae) {")
-            out.append("        ab = ib, ae = ke - ib < MOE__AF_K / 8 ? ke : ib + MOE__AF_K / 8;")
-            out.append("        " + " ".join(f"moe__bf16_to_f32_avx512((const uint16_t *)(const void *)a{r} + 8 * ab, af{r}, 8 * (ae - ab));" for r in range(mr)))
-            out.append("      }")
-            out.append("      ie = hi < ae ? hi : ae;")
-            out.append("      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)")
-            out += ["  " + l for l in body(full, "i", lambda j: "c", pf)]
-            out.append("    }")
-        else:
-            out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-            out += body(full, "i", lambda j: "c", pf)
-        out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
-        out += body(rng, "hi", lambda j: "c")
+    out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
+    out += body(rng, "hi", lambda j: "c")
     out += group_finish(fam, kind, mr)
     out.append("  }")
     out.append("}")
