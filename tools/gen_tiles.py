@@ -293,7 +293,6 @@ def direct_tile(fam, kind, mr):
     f, k, kr = fam["name"], kind["name"], fam["kr"]
     nacc = 2 * kind["panels"]
     a16 = fam["pairs"] != 0
-    sfx = "ps" if a16 else "epi32"
     line = 128 if fam["pairs"] == 4 else 64  # code bytes per step and panel
     vt = "__m512" if a16 else "__m512i"
     out = [f"/* {f} {k}, {mr} row{'s' if mr > 1 else ''}: {kind['doc']} */",
@@ -312,7 +311,7 @@ def direct_tile(fam, kind, mr):
         out.append("  const int64_t ke = (L->kb1 < g->kred ? L->kb1 : g->kred) / 8; /* the block's last full step + 1 */")
         out.append("  int64_t ab = 0, ae = 0;")
     out.append("  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {")
-    out.append(f"    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
+    out.append("    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;")
     out.append(f"    const int64_t {'s0 = k0 / 2, ' if f == 'fp8' else ''}lo = (k0 + {kr - 1}) / {kr}, hi = k1 / {kr}, s1 = (k1 + {kr - 1}) / {kr};")
     if fam.get("f32") and fam.get("zero") and not whole_lines(fam, mr):
         out.append("    __m512 zf[4];")
