@@ -200,9 +200,9 @@ def minus_zero(np):
     return out
 
 
-def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
+def direct_step(fam, kind, mr, bcast, index, prefetch=()):
     """The codes of step `index` (fp8: one pair; b4: 8 k = four pairs; q4: 4 k) of every panel,
-    decoded in registers, then each row's dot products into accumulators acc(j)<vector>_<row>
+    decoded in registers, then each row's dot products into accumulators c<vector>_<row>
     (vector 2p + h: panel p, columns 16h..16h+15). Tiles of 5 rows decode and use one panel at a
     time (fewer decoded vectors live beside their 20 accumulators)."""
     np, f = kind["panels"], fam["name"]
@@ -210,7 +210,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     groups = [[p] for p in range(np)] if by_panel else [list(range(np))]
     out = [f"    {{ const int64_t i_ = {index};"]
     if fam.get("f32"):
-        return out + f32_step(fam, kind, mr, bcast, acc, prefetch)
+        return out + f32_step(fam, kind, mr, bcast, prefetch)
     if fam["pairs"] == 4:
         out.append(line_loads(np))
     whole = whole_lines(fam, mr)
@@ -232,14 +232,13 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
                     out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair_zero(l{p}{h}, {j}, zb[{2 * p + h}], t)" for h in range(2)) + ";")
                 else:
                     out.append("    const __m512bh " + ", ".join(f"v{p}{h} = moe__b4_pair(l{p}{h}, {j}, t)" for h in range(2)) + ";")
-            c = acc(j)
             for r in range(mr):
                 if f == "q4":
                     a = f"_mm512_xor_si512({bcast(r, j)}, _mm512_set1_epi8((char)0x80))"
-                    dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbusd({c}{2 * p + h}_{r}, v{p}{h}, a);" for p in ps for h in range(2))
+                    dots = " ".join(f"c{2 * p + h}_{r} = moe__dpbusd(c{2 * p + h}_{r}, v{p}{h}, a);" for p in ps for h in range(2))
                     out.append(f"    {{ const __m512i a = {a}; {dots} }}")
                 else:
-                    dots = " ".join(f"{c}{2 * p + h}_{r} = moe__dpbf16({c}{2 * p + h}_{r}, a, v{p}{h});" for p in ps for h in range(2))
+                    dots = " ".join(f"c{2 * p + h}_{r} = moe__dpbf16(c{2 * p + h}_{r}, a, v{p}{h});" for p in ps for h in range(2))
                     out.append(f"    {{ const __m512bh a = (__m512bh){bcast(r, j)}; {dots} }}")
             out.append("    }")
     out += list(prefetch)
@@ -247,7 +246,7 @@ def direct_step(fam, kind, mr, bcast, index, acc, prefetch=()):
     return out
 
 
-def f32_step(fam, kind, mr, bcast, acc, prefetch):
+def f32_step(fam, kind, mr, bcast, prefetch):
     """The f32 form of a 4-bit step: per pair, the odd k of every vector (the codes' high words)
     into every row's FMAs, then the even k, as vdpbf16ps adds them. INT4 reads q - zero from the
     lines' bytes (minus_zero), MXFP4 (and INT4 of 3-4 rows) the codes' nibbles from memory
@@ -268,12 +267,11 @@ def f32_step(fam, kind, mr, bcast, acc, prefetch):
             return f"moe__b4_f32_zero_at(l{p}{h}, {shift}, t, zf[{2 * p + h}])"
         return f"moe__b4_f32_at(l{p}{h}, {shift}, t)"
     for j in range(fam["pairs"]):
-        c = acc(j)
         for half in ("hi", "lo"):
             out.append("    {")
             out.append("    const __m512 " + ", ".join(f"v{p}{h} = {value(p, h, j, half)}" for p in range(np) for h in range(2)) + ";")
             for r in range(mr):
-                fmas = " ".join(f"{c}{2 * p + h}_{r} = moe__fma({c}{2 * p + h}_{r}, a, v{p}{h});" for p in range(np) for h in range(2))
+                fmas = " ".join(f"c{2 * p + h}_{r} = moe__fma(c{2 * p + h}_{r}, a, v{p}{h});" for p in range(np) for h in range(2))
                 out.append(f"    {{ const __m512 a = {bcast(r, j, half)}; {fmas} }}")
             out.append("    }")
     return out + list(prefetch) + ["    }"]
@@ -341,7 +339,7 @@ def direct_tile(fam, kind, mr):
     body = lambda *a, **kw: ["  " + l for l in direct_step(fam, kind, mr, *a, **kw)]
     if f == "fp8":
         out.append("    if (s0 < lo) /* the group starts inside a pair: only its element k0 */")
-        out += body(rng, "s0", lambda j: "c")
+        out += body(rng, "s0")
     if fam.get("f32"):  # the full steps in runs that af holds as f32, refilled where a run ends
         out.append("    for (int64_t ib = lo, ie; ib < hi; ib = ie) {")
         out.append("      if (ib >= ae) {")
@@ -350,13 +348,13 @@ def direct_tile(fam, kind, mr):
         out.append("      }")
         out.append("      ie = hi < ae ? hi : ae;")
         out.append("      MOE__NO_UNROLL for (int64_t i = ib; i < ie; i++)")
-        out += ["  " + l for l in body(full, "i", lambda j: "c", pf)]
+        out += ["  " + l for l in body(full, "i", pf)]
         out.append("    }")
     else:
         out.append("    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)")
-        out += body(full, "i", lambda j: "c", pf)
+        out += body(full, "i", pf)
     out.append("    if (hi < s1) /* the group ends inside a step: only its elements below k1 */")
-    out += body(rng, "hi", lambda j: "c")
+    out += body(rng, "hi")
     out += group_finish(fam, kind, mr)
     out.append("  }")
     out.append("}")
