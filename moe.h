@@ -230,10 +230,14 @@ typedef struct moe__layer {
   void *amx_scratch;           /* AMX: amx_slots workers' block buffers (moe__amx_scratch_slots) */
   int64_t amx_slots;
   float *acc, *acc_shared;     /* [mc][K] f32 sums of the routed experts' outputs; the shared one */
+  int32_t *x_gsum, *h_gsum;    /* W4A8: the u8 rows' group sums (moe_sum_groups_u8), x_ng and h_ng
+                                  a row, x's in the routed experts' groups; else NULL            */
+  int64_t x_ng, h_ng;
 } moe__layer;
 
 typedef struct moe__ws_plan {
-  size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, xs, amx, total;
+  size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, xs, amx, x_gsum, h_gsum,
+      total;
   int64_t cap, amx_slots;
 } moe__ws_plan;
 
@@ -272,10 +276,21 @@ static inline size_t moe__amx_slot_bytes(void) {
 #endif
 }
 
+/* W4A8's zero points need each u8 row's sums per k group: the layer makes them once per row
+ * (moe_sum_groups_u8) for every kernel call over the row. Sums a row of x (in the routed experts'
+ * groups) and of h (in the smallest group of the routed and shared experts); 0 for other precisions. */
+static inline int64_t moe__x_groups(const moe__layer *L) {
+  return L->a8 && moe__meta_of(L->p) == MOE__META_GROUP ? moe__cdiv(L->K, L->ex->group) : 0;
+}
+static inline int64_t moe__h_groups(const moe__layer *L) {
+  int32_t g = L->sh && L->sh->group < L->ex->group ? L->sh->group : L->ex->group;
+  return moe__x_groups(L) ? moe__cdiv(L->N_max, g) : 0;
+}
+
 /* Workspace pieces for a chunk of mc tokens, each rounded to 64 bytes; 0 total on overflow. */
 static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   moe__ws_plan w;
-  size_t sz[16], t = 0;
+  size_t sz[18], t = 0;
   int64_t cap = (int64_t)moe_sort_capacity(mc, L->topk > 0 ? L->topk : 1, (int32_t)L->ex->E, MOE_BLOCK_M);
   size_t a_elt = L->a8 ? 1 : 2;
   memset(&w, 0, sizeof w);
@@ -298,13 +313,15 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[14] = (size_t)cap * (size_t)moe__xs_stride(L);
   w.amx_slots = moe__amx_scratch_slots(L, mc);
   sz[15] = (size_t)w.amx_slots * moe__amx_slot_bytes();
-  for (int i = 0; i < 16; i++) {
+  sz[16] = (size_t)mc * (size_t)moe__x_groups(L) * 4;
+  sz[17] = (size_t)cap * (size_t)moe__h_groups(L) * 4;
+  for (int i = 0; i < 18; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
   }
   w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.acc_shared = sz[3], w.xf = sz[4], w.x_scale = sz[5];
   w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.acc = sz[11], w.groups = sz[12], w.sync = sz[13];
-  w.xs = sz[14], w.amx = sz[15];
+  w.xs = sz[14], w.amx = sz[15], w.x_gsum = sz[16], w.h_gsum = sz[17];
   if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
   return w;
 }
@@ -328,8 +345,11 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->acc = (float *)b, b += w->acc;
   L->xs = w->xs ? b : NULL, b += w->xs;
   L->ldxs = moe__xs_stride(L);
-  L->amx_scratch = w->amx ? b : NULL;
+  L->amx_scratch = w->amx ? b : NULL, b += w->amx;
   L->amx_slots = w->amx ? w->amx_slots : 0;
+  L->x_ng = moe__x_groups(L), L->h_ng = moe__h_groups(L);
+  L->x_gsum = L->x_ng ? (int32_t *)b : NULL, b += w->x_gsum;
+  L->h_gsum = L->h_ng ? (int32_t *)b : NULL;
 }
 
 /* Experts in the whole model: n_global with an expert map (0 means E), else the local E. */
@@ -471,7 +491,8 @@ static inline void moe__prepare_token(void *arg, int64_t m) {
     L->gate[m] = moe__logistic(s);
   }
   if (L->a8) L->x_scale[m] = L->ops->quantize_u8(xf, L->K, (uint8_t *)L->xa + m * L->K);
-  else if (c->dtype != MOE_BF16) L->ops->to_bf16(xf, (uint16_t *)L->xa + m * L->K, L->K);
+  if (L->x_gsum) L->ops->sum_groups_u8((const uint8_t *)L->xa + m * L->K, L->K, L->ex->group, L->x_gsum + m * L->x_ng);
+  if (!L->a8 && c->dtype != MOE_BF16) L->ops->to_bf16(xf, (uint16_t *)L->xa + m * L->K, L->K);
 }
 
 /* The GEMM1 operand row of token m. */
@@ -554,6 +575,7 @@ typedef struct moe__rows {
   const void *a[MOE_BLOCK_M];
   float a_scale[MOE_BLOCK_M], row_weight[MOE_BLOCK_M];
   float *c_rows[MOE_BLOCK_M];
+  const int32_t *gsum[MOE_BLOCK_M]; /* W4A8: the rows' group sums (moe_gemm_args.a_group_sum) */
 } moe__rows;
 
 /* The arguments of GEMM1 for block b, h panel p: h rows of the block, columns 32p..32p+31; next_p
@@ -575,8 +597,10 @@ static inline int moe__gemm1_args(const moe__layer *L, int64_t b, int64_t p, int
     int64_t m = moe__slot_token(L, L->sorted[row0 + r]);
     a[r] = gathered ? (const void *)(L->xs + (row0 + r) * L->ldxs) : moe__a_row(L, m);
     a_scale[r] = L->a8 ? L->x_scale[m] : 1.0f;
+    R->gsum[r] = L->x_gsum ? L->x_gsum + m * L->x_ng : NULL;
   }
   g.a = a;
+  if (L->x_gsum && X->group == L->ex->group) g.a_group_sum = R->gsum; /* the shared expert's groups may differ */
   g.lda = gathered ? L->ldxs : 0;
   g.a_scale = a_scale;
   g.w = X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes;
@@ -612,7 +636,8 @@ static inline void moe__prepare_h(const moe__layer *L, int64_t b) {
     int64_t row = b * MOE_BLOCK_M + r;
     const float *h = L->h + row * L->N_max;
     if (L->a8) L->h_scale[row] = L->ops->quantize_u8(h, X->N, (uint8_t *)L->ha + row * L->N_max);
-    else L->ops->to_bf16(h, (uint16_t *)L->ha + row * L->N_max, X->N);
+    if (L->h_gsum) L->ops->sum_groups_u8((const uint8_t *)L->ha + row * L->N_max, X->N, X->group, L->h_gsum + row * L->h_ng);
+    if (!L->a8) L->ops->to_bf16(h, (uint16_t *)L->ha + row * L->N_max, X->N);
   }
 }
 
@@ -636,8 +661,10 @@ static inline void moe__gemm2_args(const moe__layer *L, int64_t b, int64_t q, co
     int64_t s = L->sorted[row0 + r], m = moe__slot_token(L, s);
     row_weight[r] = moe__slot_weight(L, s);
     c_rows[r] = (s < L->mc * L->topk ? L->acc : L->acc_shared) + m * L->K + q * 2 * MOE_NR;
+    R->gsum[r] = L->h_gsum ? L->h_gsum + (row0 + r) * L->h_ng : NULL;
   }
   g.a = a;
+  g.a_group_sum = L->h_gsum ? R->gsum : NULL;
   g.lda = (int64_t)L->N_max * (L->a8 ? 1 : 2); /* h rows are consecutive */
   g.a_scale = L->h_scale + row0;
   g.w = X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;

@@ -134,6 +134,8 @@ typedef struct moe_gemm_args {
   float *const *c_rows;     /* gemm2: mr output rows, f32, accumulated into                     */
   int64_t lda;              /* bytes between rows when a[r] = a[0] + r * lda, else 0: then a tile
                                kernel may read rows up to the next multiple of 16 (any values)  */
+  const int32_t *const *a_group_sum; /* W4A8: mr row pointers, row r's sum of (a - 128) over k group
+                               j at a_group_sum[r][j] (moe_sum_groups_u8), or NULL: the kernel sums */
 } moe_gemm_args;
 typedef void (*moe_gemm_ukernel)(const moe_gemm_args *args);
 
@@ -358,6 +360,7 @@ typedef struct moe__row_ops {
   void (*to_bf16)(const float *src, uint16_t *dst, int64_t n);
   void (*from_bf16)(const uint16_t *src, float *dst, int64_t n);
   void (*add)(float *acc, const float *y, int64_t n);
+  void (*sum_groups_u8)(const uint8_t *q, int64_t n, int32_t group, int32_t *sums); /* moe_sum_groups_u8 */
   /* the packer's k steps from k0, a column's step one word at byte 4n of its line (kind: copied,
    * fp16 pair to bf16, 4-bit layout (c), layout (d); FP8 pairs in layout (b)); adds int8 codes to
    * sum[n] when sum is not NULL; stream: whole lines go around the cache (the panel was not
@@ -1402,15 +1405,15 @@ static inline void moe__add_row_scalar(float *acc, const float *y, int64_t n) {
  * Every tier gives the same bits. */
 static inline const moe__row_ops *moe__row_ops_for(moe_isa isa) {
   static const moe__row_ops scalar = {moe_quantize_row_u8, moe__f32_to_bf16_scalar, moe__bf16_to_f32_scalar,
-                                      moe__add_row_scalar, NULL};
+                                      moe__add_row_scalar, moe_sum_groups_u8, NULL};
 #ifdef MOE__HAVE_AVX512
   static const moe__row_ops avx512 = {moe__quantize_row_u8_avx512, moe__f32_to_bf16_avx512, moe__bf16_to_f32_avx512,
-                                      moe__add_row_avx512, moe__pack_words_avx512};
+                                      moe__add_row_avx512, moe__sum_groups_u8_avx512, moe__pack_words_avx512};
   if (isa == MOE_ISA_AVX512 && (moe_cpu_features() & MOE__F_AVX512) == MOE__F_AVX512) return &avx512;
 #endif
 #ifdef MOE__HAVE_AVX2
   static const moe__row_ops avx2 = {moe__quantize_row_u8_avx2, moe__f32_to_bf16_avx2, moe__bf16_to_f32_avx2, moe__add_row_avx2,
-                                    moe__pack_words_avx2};
+                                    moe__sum_groups_u8_avx2, moe__pack_words_avx2};
   if ((isa == MOE_ISA_AVX2 || isa == MOE_ISA_AVX_VNNI) && (moe_cpu_features() & MOE__F_AVX2) == MOE__F_AVX2) return &avx2;
 #endif
   return isa == MOE_ISA_SCALAR ? &scalar : NULL;

@@ -123,6 +123,8 @@ typedef struct lane {
   void *scratch;                  /* pairs mode: MOE__AMX_NB block buffers (moe__amx_block_buf), */
   uint8_t *blocks;                /* and each block's own copy of the rows                       */
   const void *block_row[MOE_BLOCK_M * 8]; /* [block][row], up to MOE__AMX_NB blocks */
+  int32_t *gsum;                  /* W4A8: the rows' group sums, as the layer hands them */
+  const int32_t *gsum_row[MOE_BLOCK_M];
   double seconds, flops;          /* of the last task */
 } lane;
 
@@ -161,6 +163,15 @@ static void lane_init(lane *l, const moe_experts *ex, int gemm, int32_t mr, kit_
   l->g.c = l->c;
   l->g.ldc = MOE_NR;
   l->g.c_rows = l->c_rows;
+  if (a8 && l->g.kgroup) { /* W4A8 */
+    const int64_t ng = (kred + l->g.kgroup - 1) / l->g.kgroup;
+    l->gsum = (int32_t *)kit_malloc((size_t)(mr * ng) * sizeof(int32_t));
+    for (int32_t m = 0; m < mr; m++) {
+      moe_sum_groups_u8((const uint8_t *)l->row[m], kred, l->g.kgroup, l->gsum + m * ng);
+      l->gsum_row[m] = l->gsum + m * ng;
+    }
+    l->g.a_group_sum = l->gsum_row;
+  }
 }
 
 static void lane_free(lane *l) {
@@ -168,6 +179,7 @@ static void lane_free(lane *l) {
   free(l->c);
   free(l->scratch);
   free(l->blocks);
+  free(l->gsum);
 }
 
 /* Pairs mode (calls of `pairs` units): the lane's scratch, and a copy of its rows per block (as

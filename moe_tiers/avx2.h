@@ -305,6 +305,14 @@ MOE__AVX2 int32_t moe__sum_s8_avx2(const uint8_t *a, int64_t n) {
   for (; i < n; i++) s += a[i];
   return (int32_t)(s - 128 * n);
 }
+/* moe_sum_groups_u8 */
+MOE__AVX2 void moe__sum_groups_u8_avx2(const uint8_t *q, int64_t n, int32_t group, int32_t *sums) {
+  for (int64_t k0 = 0; k0 < n; k0 += group) sums[k0 / group] = moe__sum_s8_avx2(q + k0, k0 + group < n ? group : n - k0);
+}
+/* Row r's sum of (a - 128) over group gi, [k0, k1): the caller's (a_group_sum), else summed here. */
+MOE__AVX2_INLINE int32_t moe__group_asum_avx2(const moe_gemm_args *g, int32_t r, int64_t gi, int64_t k0, int64_t k1) {
+  return g->a_group_sum ? g->a_group_sum[r][gi] : moe__sum_s8_avx2((const uint8_t *)g->a[r] + k0, k1 - k0);
+}
 
 /* VEX vpdpbusd (AVX-VNNI): u8 x s8 quads into int32 */
 MOE__AVXVNNI __m256i moe__dpbusd_ymm(__m256i acc, __m256i a_u8, __m256i w_s8) { return _mm256_dpbusd_avx_epi32(acc, a_u8, w_s8); }
@@ -340,7 +348,7 @@ MOE__Q4_STEP(MOE__AVXVNNI_INLINE, moe__q4_step_avxvnni, 1)
       __m256i acc[MOE__Q4_MAXR][4];                                                                                   \
       int32_t asum[MOE__Q4_MAXR];                                                                                     \
       for (int r = 0; r < R; r++) {                                                                                   \
-        asum[r] = moe__sum_s8_avx2((const uint8_t *)g->a[r0 + r] + k0, k1 - k0);                                      \
+        asum[r] = moe__group_asum_avx2(g, r0 + r, gi, k0, k1);                                                        \
         for (int v = 0; v < 2 * NH; v++) acc[r][v] = _mm256_setzero_si256();                                          \
       }                                                                                                               \
       int64_t i, in0, in1;                                                                                            \

@@ -311,6 +311,14 @@ MOE__AVX512_BASE MOE__INLINE int32_t moe__sum_s8(const uint8_t *a, int64_t n) {
   }
   return (int32_t)(_mm512_reduce_add_epi64(acc) - 128 * n);
 }
+/* moe_sum_groups_u8 */
+MOE__AVX512_BASE void moe__sum_groups_u8_avx512(const uint8_t *q, int64_t n, int32_t group, int32_t *sums) {
+  for (int64_t k0 = 0; k0 < n; k0 += group) sums[k0 / group] = moe__sum_s8(q + k0, k0 + group < n ? group : n - k0);
+}
+/* Row r's sum of (a - 128) over group gi, [k0, k1): the caller's (a_group_sum), else summed here. */
+MOE__AVX512_BASE MOE__INLINE int32_t moe__group_asum(const moe_gemm_args *g, int32_t r, int64_t gi, int64_t k0, int64_t k1) {
+  return g->a_group_sum ? g->a_group_sum[r][gi] : moe__sum_s8((const uint8_t *)g->a[r] + k0, k1 - k0);
+}
 
 /* A broadcast bf16 pair (moe__bcast_group) as f32: its odd k (the high word), its even k. An FMA
  * with each, odd first, gives vdpbf16ps's bits (it adds the two exact products in that order,

@@ -2900,7 +2900,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_1(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0);
+    const int32_t asum0 = moe__group_asum(g, r0 + 0, gi, k0, k1);
     __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
       { const int64_t i_ = i;
@@ -2940,7 +2940,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_2(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0);
+    const int32_t asum0 = moe__group_asum(g, r0 + 0, gi, k0, k1), asum1 = moe__group_asum(g, r0 + 1, gi, k0, k1);
     __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
     __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
     MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
@@ -2984,7 +2984,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_3(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0);
+    const int32_t asum0 = moe__group_asum(g, r0 + 0, gi, k0, k1), asum1 = moe__group_asum(g, r0 + 1, gi, k0, k1), asum2 = moe__group_asum(g, r0 + 2, gi, k0, k1);
     __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
     __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
     __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
@@ -3032,7 +3032,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *
   for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
     const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
     const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
-    const int32_t asum0 = moe__sum_s8(a0 + k0, k1 - k0), asum1 = moe__sum_s8(a1 + k0, k1 - k0), asum2 = moe__sum_s8(a2 + k0, k1 - k0), asum3 = moe__sum_s8(a3 + k0, k1 - k0);
+    const int32_t asum0 = moe__group_asum(g, r0 + 0, gi, k0, k1), asum1 = moe__group_asum(g, r0 + 1, gi, k0, k1), asum2 = moe__group_asum(g, r0 + 2, gi, k0, k1), asum3 = moe__group_asum(g, r0 + 3, gi, k0, k1);
     __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
     __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
     __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();

@@ -65,6 +65,8 @@ typedef struct act_rows {
   float scale[MOE_BLOCK_M], weight[MOE_BLOCK_M];
   uint8_t *block; /* strided rows: one buffer, rows lda bytes apart (moe_gemm_args.lda), or NULL */
   int64_t lda;
+  int32_t *gsum;  /* W4A8: the rows' group sums (moe_gemm_args.a_group_sum), or NULL */
+  const int32_t *gsum_row[MOE_BLOCK_M];
 } act_rows;
 
 /* mr random rows; strided: in one buffer lda bytes apart, the bytes past each row's kred and the
@@ -73,7 +75,7 @@ static void act_rows_make(act_rows *a, kit_rng *r, int a8, int32_t mr, int64_t k
   const int64_t elt = a8 ? 1 : 2;
   a->mr = mr;
   a->lda = strided ? (kred * elt + 63) / 64 * 64 + 64 : 0;
-  a->block = NULL;
+  a->block = NULL, a->gsum = NULL;
   if (strided) {
     const size_t bytes = (size_t)(a->lda * ((mr + 15) / 16 * 16));
     a->block = (uint8_t *)test_malloc(bytes);
@@ -96,7 +98,22 @@ static void act_rows_make(act_rows *a, kit_rng *r, int a8, int32_t mr, int64_t k
     a->weight[m] = (float)(0.1 + 0.9 * kit_uniform(r));
   }
 }
+/* The rows' sums of (a - 128) per group of u8 rows of kred, as the layer hands them to W4A8 kernels. */
+static void act_rows_sums(act_rows *a, int64_t kred, int32_t group) {
+  const int64_t ng = (kred + group - 1) / group;
+  a->gsum = (int32_t *)test_malloc((size_t)(a->mr * ng) * sizeof(int32_t));
+  for (int32_t m = 0; m < a->mr; m++) {
+    const uint8_t *q = (const uint8_t *)a->row[m];
+    a->gsum_row[m] = a->gsum + m * ng;
+    for (int64_t j = 0; j < ng; j++) {
+      int32_t sum = 0;
+      for (int64_t k = j * group; k < kred && k < (j + 1) * group; k++) sum += q[k] - 128;
+      a->gsum[m * ng + j] = sum;
+    }
+  }
+}
 static void act_rows_free(act_rows *a) {
+  free(a->gsum);
   if (a->block) free(a->block);
   else
     for (int32_t m = 0; m < a->mr; m++) free(a->row[m]);
@@ -164,6 +181,7 @@ static void check_row_alone(moe_gemm_ukernel fn, int which, const moe_gemm_args 
   moe_gemm_args g1 = *g;
   float *one;
   g1.mr = 1, g1.a = g->a + m, g1.lda = 0, g1.a_scale = g->a_scale + m;
+  if (g->a_group_sum) g1.a_group_sum = g->a_group_sum + m;
   if (g->row_weight) g1.row_weight = g->row_weight + m;
   one = run(fn, which, &g1, ldc, m); /* gemm2 adds into row m's starting pattern */
   CHECK(memcmp(one, all + (size_t)m * (size_t)ldc, (size_t)g->nr * sizeof(float)) == 0, "%s: row %d alone differs from its bits in the call",
@@ -198,6 +216,7 @@ static moe_gemm_args args_of(const moe_experts *ex, const kit_weights *kw, int w
   g.a = (const void *const *)a->row;
   g.lda = a->lda;
   g.a_scale = a->scale;
+  g.a_group_sum = a->gsum ? a->gsum_row : NULL;
   g.kgroup = moe__kgroup(ex->precision, ex->block_k, ex->group);
   g.act = (moe_activation)((p + variant) % 3);
   g.alpha = 1.702f, g.limit = 7.0f;
@@ -233,7 +252,7 @@ static void mb_call(const moe_gemm_args *g, int which) {
   moe_gemm_args gs[MOE__AMX_NB], other = *g;
   const act_rows *a = mb.partner;
   other.mr = a->mr, other.a = (const void *const *)a->row, other.lda = a->lda, other.a_scale = a->scale;
-  other.row_weight = a->weight;
+  other.row_weight = a->weight, other.a_group_sum = a->gsum ? a->gsum_row : NULL;
   for (int32_t m = 0; m < a->mr; m++) mb.rows[m] = mb.out + m * 2 * MOE_NR;
   other.c = mb.out, other.ldc = 2 * MOE_NR, other.c_rows = mb.rows;
   for (int b = 0; b < mb.nb; b++) gs[b] = b == mb.pos ? *g : other;
@@ -259,7 +278,8 @@ static void mp_call(const moe_gemm_args *g, int which) {
   for (int j = 0; j < mp.npair; j++)
     for (int b = 0; b < mp.nb; b++) {
       moe_gemm_args x = j == mp.npair - 1 ? *g : mp.pairs[j];
-      if (b < mp.nb - 1) x.mr = a->mr, x.a = (const void *const *)a->row, x.lda = a->lda, x.a_scale = a->scale, x.row_weight = a->weight;
+      if (b < mp.nb - 1) x.mr = a->mr, x.a = (const void *const *)a->row, x.lda = a->lda, x.a_scale = a->scale, x.row_weight = a->weight,
+                           x.a_group_sum = a->gsum ? a->gsum_row : NULL;
       if (b < mp.nb - 1 || j < mp.npair - 1) x.c = mb.out, x.ldc = 2 * MOE_NR, x.c_rows = mb.rows;
       gs[j * mp.nb + b] = x;
     }
@@ -285,6 +305,8 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
     for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
       act_rows a;
       act_rows_make(&a, &r, moe__is_a8(kc->p), rows[ri], kred, (int)(ri % 2)); /* rows apart, or lda apart */
+      if (moe__is_a8(kc->p) && moe__meta_of(kc->p) == MOE__META_GROUP && ri % 4 >= 2) /* W4A8: the layer's sums */
+        act_rows_sums(&a, kred, ex.group);
       for (int64_t p = 0; p < calls; p++) {
         moe_gemm_args g = args_of(&ex, &kw, which, p, ncols, &a, (int)ri);
         char what[256];
@@ -302,6 +324,7 @@ static void sweep_case(const moe_gemm_config *test, const moe_gemm_config *ref, 
         if (test->isa == MOE_ISA_AMX && p == calls - 1) { /* blocks in one call (the last: nr tails) */
           act_rows partner;
           act_rows_make(&partner, &r, moe__is_a8(kc->p), rows[(ri + 3) % (sizeof rows / sizeof rows[0])], kred, (int)(ri / 2 % 2));
+          if (a.gsum) act_rows_sums(&partner, kred, ex.group);
           mb.partner = &partner, mb.p = kc->p;
           mb.nb = ri % 3 == 0 ? MOE__AMX_NB_STACK : ri % 3 == 1 ? MOE__AMX_NB_STACK + 1 : MOE__AMX_NB;
           mb.pos = mb.nb - 1 - (int)(ri / 3 % (size_t)mb.nb); /* the last, then earlier ones */
@@ -390,6 +413,27 @@ static int has_fast_kernel(moe_precision p) {
 }
 
 /* ---- row operations -------------------------------------------------------------------------------- */
+/* W4A8's group sums (moe_sum_groups_u8) of row q against a plain sum, for groups with tails; a sum
+ * past ceil(n / group) must stay unwritten. */
+static void check_group_sums(const moe__row_ops *ops, const uint8_t *q, int64_t n, const char *tier) {
+  static const int32_t groups[] = {1, 3, 32, 100, 128, 4096};
+  int32_t got[2048 + 8];
+  for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
+    const int32_t group = groups[gi];
+    const int64_t ng = (n + group - 1) / group;
+    int bad = 0;
+    test_poison(got, (size_t)(ng + 1) * sizeof got[0]);
+    ops->sum_groups_u8(q, n, group, got);
+    for (int64_t j = 0; j < ng; j++) {
+      int64_t want = 0;
+      for (int64_t k = j * group; k < n && k < (j + 1) * group; k++) want += (int64_t)q[k] - 128;
+      bad += got[j] != want;
+    }
+    bad += got[ng] != (int32_t)0xFFFFFFFF;
+    CHECK(bad == 0, "%s group sums n=%lld group=%d: %d wrong or written past the row", tier, (long long)n, (int)group, bad);
+  }
+}
+
 /* The row operations of every tier give the same bits as the scalar ones (tails, NaN, Inf, ties,
  * subnormals). Returns the number of vector tiers tested. */
 static int test_row_ops(void) {
@@ -438,6 +482,8 @@ static int test_row_ops(void) {
         ref->add(f1, y, n);
         ops->add(f2, y, n);
         CHECK(memcmp(f1, f2, n4) == 0, "%s add n=%lld kind=%d", moe_isa_name((moe_isa)isa), (long long)n, kind);
+        for (int64_t k = 0; k < n; k++) q2[k] = (uint8_t)(kind == 2 ? 255 * (k % 2) : kit_randint(&r, 256)); /* kind 2: extremes */
+        check_group_sums(ref, q2, n, "scalar"), check_group_sums(ops, q2, n, moe_isa_name((moe_isa)isa));
         free(x), free(y), free(f1), free(f2), free(q1), free(q2), free(b1), free(b2);
       }
     printf("row operations %s vs scalar: %s\n", moe_isa_name((moe_isa)isa), test_failures > before ? "FAILED" : "ok");

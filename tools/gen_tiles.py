@@ -318,7 +318,7 @@ def direct_tile(fam, kind, mr):
         out.append("    __m512i zb[4];")
         out.append(f"    for (int v = 0; v < {2 * kind['panels']}; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);")
     if f == "q4":
-        out.append("    const int32_t " + ", ".join(f"asum{r} = moe__sum_s8(a{r} + k0, k1 - k0)" for r in range(mr)) + ";")
+        out.append("    const int32_t " + ", ".join(f"asum{r} = moe__group_asum(g, r0 + {r}, gi, k0, k1)" for r in range(mr)) + ";")
     zero = "_mm512_setzero_ps()" if a16 else "_mm512_setzero_si512()"
     for r in range(mr):
         out.append(f"    {vt} " + ", ".join(f"c{v}_{r} = {zero}" for v in range(nacc)) + ";")
