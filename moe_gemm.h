@@ -360,7 +360,7 @@ typedef struct moe__row_ops {
   void (*to_bf16)(const float *src, uint16_t *dst, int64_t n);
   void (*from_bf16)(const uint16_t *src, float *dst, int64_t n);
   void (*add)(float *acc, const float *y, int64_t n);
-  void (*sum_groups_u8)(const uint8_t *q, int64_t n, int32_t group, int32_t *sums); /* moe_sum_groups_u8 */
+  void (*sum_groups_u8)(const uint8_t *q, int64_t n, int32_t group, int32_t *sums); /* moe_sum_groups_u8, unchecked */
   /* the packer's k steps from k0, a column's step one word at byte 4n of its line (kind: copied,
    * fp16 pair to bf16, 4-bit layout (c), layout (d); FP8 pairs in layout (b)); adds int8 codes to
    * sum[n] when sum is not NULL; stream: whole lines go around the cache (the panel was not
@@ -1405,7 +1405,7 @@ static inline void moe__add_row_scalar(float *acc, const float *y, int64_t n) {
  * Every tier gives the same bits. */
 static inline const moe__row_ops *moe__row_ops_for(moe_isa isa) {
   static const moe__row_ops scalar = {moe_quantize_row_u8, moe__f32_to_bf16_scalar, moe__bf16_to_f32_scalar,
-                                      moe__add_row_scalar, moe_sum_groups_u8, NULL};
+                                      moe__add_row_scalar, moe__sum_groups_u8_scalar, NULL};
 #ifdef MOE__HAVE_AVX512
   static const moe__row_ops avx512 = {moe__quantize_row_u8_avx512, moe__f32_to_bf16_avx512, moe__bf16_to_f32_avx512,
                                       moe__add_row_avx512, moe__sum_groups_u8_avx512, moe__pack_words_avx512};

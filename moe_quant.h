@@ -120,8 +120,10 @@ MOE_API void moe_convert_from_f32(moe_dtype t, const float *src, void *dst, size
  * in the row makes the scale NaN or Inf, so it propagates into every output that uses the row. */
 MOE_API float moe_quantize_row_u8(const float *x, int64_t n, uint8_t *q);
 /* A quantized row's sums per k group, for INT4 W4A8's zero points (moe_gemm_args.a_group_sum):
- * sums[j] = sum of (q[k] - 128) over k in [j * group, min((j + 1) * group, n)), ceil(n / group) of them. */
-MOE_API void moe_sum_groups_u8(const uint8_t *q, int64_t n, int32_t group, int32_t *sums);
+ * sums[j] = sum of (q[k] - 128) over k in [j * group, min((j + 1) * group, n)), ceil(n / group) of
+ * them. MOE_ERR_NULL (q or sums NULL, n > 0), MOE_ERR_ARG (n < 0, group < 1, n > 2^24: the sums
+ * must fit int32), nothing written. */
+MOE_API moe_status moe_sum_groups_u8(const uint8_t *q, int64_t n, int32_t group, int32_t *sums);
 
 /* ---- weight quantizers: f32 [E, rows, cols] row-major -> the plain quantized layouts ----------
  * int8 per output channel: scale[e, r] = max(amax, 1e-10) / 127, q = RNE(w / scale).            */
@@ -407,13 +409,19 @@ MOE_API float moe_quantize_row_u8(const float *x, int64_t n, uint8_t *q) {
   for (i = 0; i < n; i++) q[i] = (uint8_t)(moe__rne_clamp(x[i] / scale, -127.0f, 127.0f) + 128);
   return scale;
 }
-MOE_API void moe_sum_groups_u8(const uint8_t *q, int64_t n, int32_t group, int32_t *sums) {
+static inline void moe__sum_groups_u8_scalar(const uint8_t *q, int64_t n, int32_t group, int32_t *sums) {
   for (int64_t k0 = 0; k0 < n; k0 += group) {
     const int64_t k1 = k0 + group < n ? k0 + group : n;
     int32_t s = 0;
     for (int64_t k = k0; k < k1; k++) s += (int32_t)q[k] - 128;
     sums[k0 / group] = s;
   }
+}
+MOE_API moe_status moe_sum_groups_u8(const uint8_t *q, int64_t n, int32_t group, int32_t *sums) {
+  if (n < 0 || n > ((int64_t)1 << 24) || group < 1) return MOE_ERR_ARG;
+  if (n > 0 && (!q || !sums)) return MOE_ERR_NULL;
+  moe__sum_groups_u8_scalar(q, n, group, sums);
+  return MOE_OK;
 }
 
 /* ---- weight quantizers ------------------------------------------------------------------------ */

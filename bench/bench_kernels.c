@@ -167,7 +167,7 @@ static void lane_init(lane *l, const moe_experts *ex, int gemm, int32_t mr, kit_
     const int64_t ng = (kred + l->g.kgroup - 1) / l->g.kgroup;
     l->gsum = (int32_t *)kit_malloc((size_t)(mr * ng) * sizeof(int32_t));
     for (int32_t m = 0; m < mr; m++) {
-      moe_sum_groups_u8((const uint8_t *)l->row[m], kred, l->g.kgroup, l->gsum + m * ng);
+      if (moe_sum_groups_u8((const uint8_t *)l->row[m], kred, l->g.kgroup, l->gsum + m * ng) != MOE_OK) die("group sums");
       l->gsum_row[m] = l->gsum + m * ng;
     }
     l->g.a_group_sum = l->gsum_row;

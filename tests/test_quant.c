@@ -595,6 +595,25 @@ static void test_deinterleave(void) {
   for (b = 0; b < (int)sizeof dst; b++) CHECK(dst[b] == 0xFF, "untouched on error");
 }
 
+/* moe_sum_groups_u8: sums with a tail; bad arguments get a status and leave sums untouched. */
+static void test_sum_groups(void) {
+  uint8_t q[70];
+  int32_t sums[4], want[3] = {0, 0, 0};
+  for (int k = 0; k < 70; k++) q[k] = (uint8_t)(k * 37 % 256), want[k / 32] += k * 37 % 256 - 128;
+  test_poison(sums, sizeof sums);
+  CHECK(moe_sum_groups_u8(q, 70, 32, sums) == MOE_OK, "ok");
+  CHECK(sums[0] == want[0] && sums[1] == want[1] && sums[2] == want[2], "sums %d %d %d", sums[0], sums[1], sums[2]);
+  CHECK(sums[3] == (int32_t)0xFFFFFFFF, "nothing past the last group");
+  test_poison(sums, sizeof sums);
+  CHECK(moe_sum_groups_u8(NULL, 70, 32, sums) == MOE_ERR_NULL, "null q");
+  CHECK(moe_sum_groups_u8(q, 70, 32, NULL) == MOE_ERR_NULL, "null sums");
+  CHECK(moe_sum_groups_u8(q, 70, 0, sums) == MOE_ERR_ARG, "group 0");
+  CHECK(moe_sum_groups_u8(q, -1, 32, sums) == MOE_ERR_ARG, "n < 0");
+  CHECK(moe_sum_groups_u8(q, ((int64_t)1 << 24) + 1, 32, sums) == MOE_ERR_ARG, "n past 2^24");
+  CHECK(moe_sum_groups_u8(NULL, 0, 32, NULL) == MOE_OK, "empty row");
+  for (int j = 0; j < 4; j++) CHECK(sums[j] == (int32_t)0xFFFFFFFF, "untouched on error");
+}
+
 int main(void) {
   build_grids();
   test_names();
@@ -616,5 +635,6 @@ int main(void) {
   test_mxfp4_case(1, 9, 69, 402);
   test_weights_special();
   test_deinterleave();
+  test_sum_groups();
   return test_finish("test_quant");
 }
