@@ -110,8 +110,9 @@ static int pack_one(const moe_weights *w, moe_experts *ex, void **buf) {
   return st == MOE_OK;
 }
 
-/* spec: the routed experts; shared_N > 0 adds a shared expert of that N (same precision, bias). */
-static void layer_make(layer *L, const orc_spec *spec, int64_t shared_N, int interleaved) {
+/* spec: the routed experts; shared_N > 0 adds a shared expert of that N (same precision, bias; its
+ * own INT4 group when shared_group > 0). */
+static void layer_make(layer *L, const orc_spec *spec, int64_t shared_N, int32_t shared_group, int interleaved) {
   memset(L, 0, sizeof *L);
   L->spec = *spec;
   L->interleaved = interleaved;
@@ -162,6 +163,7 @@ static void layer_make(layer *L, const orc_spec *spec, int64_t shared_N, int int
     orc_spec s = *spec;
     s.E = 1;
     s.N = shared_N;
+    if (shared_group > 0) s.group = shared_group;
     s.seed = spec->seed * 31 + 7;
     orc_plain_make(&L->sp, &s);
     L->has_shared = 1;
@@ -442,7 +444,7 @@ static void test_matrix(void) {
     for (int bias = 0; bias < 2; bias++) {
       layer L;
       orc_spec s = spec_of(p, 6, 64, 96, bias, seed++);
-      layer_make(&L, &s, 80, 0);
+      layer_make(&L, &s, 80, 0, 0);
       for (int act = 0; act < 3; act++)
         for (int sh = 0; sh < 3; sh++)
           for (int t = 0; t < 3; t++) {
@@ -464,7 +466,7 @@ static void test_reference(void) {
   if (moe_precision_compiled(MOE_PREC_BF16)) {
     layer L;
     orc_spec s = spec_of(MOE_PREC_BF16, 4, 32, 32, 0, seed++);
-    layer_make(&L, &s, 0, 0);
+    layer_make(&L, &s, 0, 0, 0);
     for (int renorm = 0; renorm < 2; renorm++)
       for (int mi = 0; mi < 2; mi++) {
         moe_router rt;
@@ -484,7 +486,7 @@ static void test_reference(void) {
     for (int ni = 0; ni < 2; ni++)
       for (int ki = 0; ki < 2; ki++) {
         orc_spec sb = spec_of(MOE_PREC_BF16, 4, ni ? 128 : 64, ki ? 128 : 64, 1, seed++);
-        layer_make(&L, &sb, 0, 0);
+        layer_make(&L, &sb, 0, 0, 0);
         for (int mi = 0; mi < 2; mi++) {
           call_spec c = call_of(MOE_BF16, mi ? 32 : 1, 2, MOE_ACT_SWIGLU_OAI, seed++, "ref bf16 bias swiglu");
           c.alpha = 1.702f;
@@ -498,7 +500,7 @@ static void test_reference(void) {
   if (moe_precision_compiled(MOE_PREC_INT8)) {
     layer L;
     orc_spec s = spec_of(MOE_PREC_INT8, 8, 128, 256, 0, seed++);
-    layer_make(&L, &s, 0, 0);
+    layer_make(&L, &s, 0, 0, 0);
     for (int mi = 0; mi < 2; mi++) {
       call_spec c = call_of(MOE_BF16, mi ? 39 : 1, 3, MOE_ACT_SILU, seed++, "ref int8");
       run_call(&L, &c);
@@ -508,7 +510,7 @@ static void test_reference(void) {
       for (int ki = 0; ki < 2; ki++) {
         static const int64_t Ms[4] = {1, 6, 32, 64};
         orc_spec s2 = spec_of(MOE_PREC_INT8, 8, ni ? 512 : 256, ki ? 512 : 256, 0, seed++);
-        layer_make(&L, &s2, 0, 0);
+        layer_make(&L, &s2, 0, 0, 0);
         for (int mi = 0; mi < 4; mi++) {
           call_spec c = call_of(MOE_BF16, Ms[mi], 4, MOE_ACT_SILU, seed++, "ref int8");
           run_call(&L, &c);
@@ -526,7 +528,7 @@ static void test_reference(void) {
         s.block_n = 64;
         s.block_k = 128;
         s.fp8_ref = 1;
-        layer_make(&L, &s, 0, 0);
+        layer_make(&L, &s, 0, 0, 0);
         for (int mi = 0; mi < 2; mi++) {
           call_spec c = call_of(MOE_BF16, mi ? 121 : 2, 4, MOE_ACT_SILU, seed++, "ref fp8 [64,128]");
           run_call(&L, &c);
@@ -540,7 +542,7 @@ static void test_reference(void) {
     orc_spec s = spec_of(p, 8, 512, 256, 0, seed++);
     if (!moe_precision_compiled(p)) continue;
     s.group = 128;
-    layer_make(&L, &s, 0, 0);
+    layer_make(&L, &s, 0, 0, 0);
     for (int mi = 0; mi < 2; mi++) {
       call_spec c = call_of(MOE_BF16, mi ? 6 : 1, 4, MOE_ACT_SILU, seed++, "ref int4 g128");
       run_call(&L, &c);
@@ -554,7 +556,7 @@ static void test_reference(void) {
         layer L;
         int64_t N = ni ? 128 : 32;
         orc_spec s = spec_of(MOE_PREC_BF16, 4, N, ki ? 64 : 32, 0, seed++);
-        layer_make(&L, &s, N, 0);
+        layer_make(&L, &s, N, 0, 0);
         for (int mi = 0; mi < 2; mi++) {
           call_spec c = call_of(MOE_BF16, mi ? 121 : 2, 2, MOE_ACT_SILU, seed++, "ref shared rsf 16");
           c.shared = 1;
@@ -593,7 +595,7 @@ static void run_model(const model_case *mc, uint64_t *seed) {
   if (!m || !moe_precision_compiled(mc->p)) return;
   s = spec_of(mc->p, E, cut(mc->N, m->N), m->K, m->biases, (*seed)++);
   if (mc->p == MOE_PREC_FP8) s.block_n = m->block_n, s.block_k = m->block_k;
-  layer_make(&L, &s, m->shared_N ? cut(mc->shared_N, m->shared_N) : 0, m->interleaved);
+  layer_make(&L, &s, m->shared_N ? cut(mc->shared_N, m->shared_N) : 0, 0, m->interleaved);
   rt = kit_model_router(m);
   rt.E = (int32_t)E;
   rt.topk = cut(mc->topk, m->topk);
@@ -642,19 +644,22 @@ static void test_tails(void) {
     int32_t topk, block_n, block_k, group;
     int only4; /* 1: 4-bit formats only; 2: int4 only; 3: fp8 only */
     const char *what;
+    int32_t shared_group; /* the shared expert's INT4 group, when not the routed experts' */
   } tail;
   static const tail tails[] = {
-      {6, 176, 96, 3, 0, 0, 0, 0, "N 176"},
-      {6, 64, 2880, 3, 0, 0, 0, 0, "K 2880"},
-      {6, 64, 100, 3, 0, 0, 0, 0, "K 100"},
-      {3, 64, 96, 3, 0, 0, 0, 0, "E 3 topk 3"},
-      {6, 1, 96, 3, 0, 0, 0, 0, "N 1"},
-      {6, 64, 1, 3, 0, 0, 0, 0, "K 1"},
-      {6, 33, 33, 3, 0, 0, 0, 1, "odd K, N 33"},
-      {6, 80, 100, 3, 0, 0, 32, 2, "int4 group 32, K 100, N 80"},
-      {6, 64, 96, 3, 5, 7, 0, 3, "fp8 blocks 5x7"},
-      {5, 40, 200, 2, 3, 64, 0, 3, "fp8 blocks 3x64"},
-      {4, 1, 1, 4, 0, 0, 0, 0, "N 1 K 1"},
+      {6, 176, 96, 3, 0, 0, 0, 0, "N 176", 0},
+      {6, 64, 2880, 3, 0, 0, 0, 0, "K 2880", 0},
+      {6, 64, 100, 3, 0, 0, 0, 0, "K 100", 0},
+      {3, 64, 96, 3, 0, 0, 0, 0, "E 3 topk 3", 0},
+      {6, 1, 96, 3, 0, 0, 0, 0, "N 1", 0},
+      {6, 64, 1, 3, 0, 0, 0, 0, "K 1", 0},
+      {6, 33, 33, 3, 0, 0, 0, 1, "odd K, N 33", 0},
+      {6, 80, 100, 3, 0, 0, 32, 2, "int4 group 32, K 100, N 80", 0},
+      {6, 80, 256, 3, 0, 0, 64, 2, "int4 group 64, the shared expert's 32", 32},
+      {6, 80, 256, 3, 0, 0, 32, 2, "int4 group 32, the shared expert's 128", 128},
+      {6, 64, 96, 3, 5, 7, 0, 3, "fp8 blocks 5x7", 0},
+      {5, 40, 200, 2, 3, 64, 0, 3, "fp8 blocks 3x64", 0},
+      {4, 1, 1, 4, 0, 0, 0, 0, "N 1 K 1", 0},
   };
   uint64_t seed = 4000;
   for (size_t ti = 0; ti < sizeof tails / sizeof tails[0]; ti++) {
@@ -671,7 +676,7 @@ static void test_tails(void) {
       s.block_n = tl->block_n;
       s.block_k = tl->block_k;
       s.group = tl->group;
-      layer_make(&L, &s, tl->N + 3, 0);
+      layer_make(&L, &s, tl->N + 3, tl->shared_group, 0);
       for (int v = 0; v < 2; v++) {
         call_spec c = call_of((moe_dtype)((ti + (size_t)v) % 3), v ? 7 : 2, tl->topk,
                               (moe_activation)((ti + (size_t)pi + (size_t)v) % 3), seed++, tl->what);
@@ -693,7 +698,7 @@ static void test_tails(void) {
     s.block_n = p == MOE_PREC_FP8 ? 1 : 0;
     s.block_k = p == MOE_PREC_FP8 ? 32 : 0;
     s.group = 32;
-    layer_make(&L, &s, 0, 1);
+    layer_make(&L, &s, 0, 0, 1);
     for (int t = 0; t < 3; t++) {
       call_spec c = call_of((moe_dtype)t, 4, 2, MOE_ACT_SWIGLU_OAI, seed++, "gate/up interleaved");
       run_call(&L, &c);
@@ -706,7 +711,7 @@ static void test_tails(void) {
     layer L;
     orc_spec s = spec_of(p, 6, 64, 96, 1, seed++);
     if (!moe_precision_compiled(p)) continue;
-    layer_make(&L, &s, 0, 0);
+    layer_make(&L, &s, 0, 0, 0);
     for (int t = 0; t < 3; t++) {
       call_spec c = call_of((moe_dtype)t, 5, 3, MOE_ACT_SWIGLU_OAI, seed++, "swiglu alpha 1.25 limit 0.75");
       c.alpha = 1.25f;
@@ -721,7 +726,7 @@ static void test_tails(void) {
     layer L;
     orc_spec s = spec_of(p, 6, 64, 96, 1, seed++);
     if (!moe_precision_compiled(p)) continue;
-    layer_make(&L, &s, 48, 0);
+    layer_make(&L, &s, 48, 0, 0);
     for (int t = 0; t < 3; t++) {
       call_spec c = call_of((moe_dtype)t, 9, 3, MOE_ACT_SILU, seed++, "strided ldx 101 ldo 130");
       c.ldx = 101;
@@ -744,7 +749,7 @@ static void test_ep(void) {
     layer L;
     orc_spec s = spec_of(p, 6, 64, 96, pi & 1, seed++);
     if (!moe_precision_compiled(p)) continue;
-    layer_make(&L, &s, 64, 0);
+    layer_make(&L, &s, 64, 0, 0);
     for (int sh = 0; sh < 2; sh++) { /* ids with -1, no map */
       call_spec c = call_of((moe_dtype)(pi % 3), 7, 3, MOE_ACT_SILU, seed++, "ids -1");
       c.neg_ids = 1;
@@ -753,7 +758,7 @@ static void test_ep(void) {
     }
     layer_free(&L);
     s = spec_of(p, 4, 64, 96, pi & 1, seed++);
-    layer_make(&L, &s, 64, 0);
+    layer_make(&L, &s, 64, 0, 0);
     for (int v = 0; v < 4; v++) { /* a map: global 8 experts, 4 local; topk 3 and 6 (> local E) */
       call_spec c = call_of((moe_dtype)((pi + v) % 3), 11, v & 1 ? 6 : 3, (moe_activation)(v % 3), seed++,
                             v & 2 ? "expert map, ids -1" : "expert map");
@@ -776,7 +781,7 @@ static void test_inplace_chunks(void) {
     layer L;
     orc_spec s = spec_of(p, 6, 64, 96, 1, seed++);
     if (!moe_precision_compiled(p)) continue;
-    layer_make(&L, &s, 64, 0);
+    layer_make(&L, &s, 64, 0, 0);
     for (int t = 0; t < 3; t++) {
       call_spec c = call_of((moe_dtype)t, 5, 3, MOE_ACT_SILU, seed++, "in place");
       c.inplace = 1;
