@@ -588,6 +588,7 @@ static inline int moe__gemm1_args(const moe__layer *L, int64_t b, int64_t p, int
   moe_gemm_args g;
   int64_t row0 = b * MOE_BLOCK_M;
   int gathered;
+  const int sums = L->x_gsum && X->group == L->ex->group; /* a shared expert's groups may differ */
   if (p * MOE_NR >= X->N) return 0;
   memset(&g, 0, sizeof g);
   g.mr = L->block_rows[b];
@@ -597,10 +598,10 @@ static inline int moe__gemm1_args(const moe__layer *L, int64_t b, int64_t p, int
     int64_t m = moe__slot_token(L, L->sorted[row0 + r]);
     a[r] = gathered ? (const void *)(L->xs + (row0 + r) * L->ldxs) : moe__a_row(L, m);
     a_scale[r] = L->a8 ? L->x_scale[m] : 1.0f;
-    R->gsum[r] = L->x_gsum ? L->x_gsum + m * L->x_ng : NULL;
+    if (sums) R->gsum[r] = L->x_gsum + m * L->x_ng;
   }
   g.a = a;
-  if (L->x_gsum && X->group == L->ex->group) g.a_group_sum = R->gsum; /* the shared expert's groups may differ */
+  g.a_group_sum = sums ? R->gsum : NULL;
   g.lda = gathered ? L->ldxs : 0;
   g.a_scale = a_scale;
   g.w = X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes;
@@ -661,7 +662,7 @@ static inline void moe__gemm2_args(const moe__layer *L, int64_t b, int64_t q, co
     int64_t s = L->sorted[row0 + r], m = moe__slot_token(L, s);
     row_weight[r] = moe__slot_weight(L, s);
     c_rows[r] = (s < L->mc * L->topk ? L->acc : L->acc_shared) + m * L->K + q * 2 * MOE_NR;
-    R->gsum[r] = L->h_gsum ? L->h_gsum + (row0 + r) * L->h_ng : NULL;
+    if (L->h_gsum) R->gsum[r] = L->h_gsum + (row0 + r) * L->h_ng;
   }
   g.a = a;
   g.a_group_sum = L->h_gsum ? R->gsum : NULL;
