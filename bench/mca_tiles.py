@@ -2,9 +2,9 @@
 """A port model of the AVX-512 low-bit tiles' inner loops on a CPU that is not at hand (llvm-mca).
 
 Compiles moe.c to assembly (release flags), takes each generated low-bit tile's main loop (the
-straight-line loop with the most dot-product instructions: one k step; q4's 1-row tile runs two an
-iteration) and runs llvm-mca on it for the CPU asked for. Prints one JSON line per tile: the modelled
-cycles per loop iteration and the instruction count. A model, not a measurement: it knows ports and
+loop with the most dot-product instructions, on its hot path: one k step) and runs llvm-mca on it
+for the CPU asked for. Prints one JSON line per tile: the modelled cycles per loop iteration and
+the instruction count. A model, not a measurement: it knows ports and
 latencies, not cache-line splits, the memory system or the clock. The dense tiles (bf16, qc8) are
 left out: their loops branch for their prefetch, and llvm-mca would run both sides of each branch.
 
@@ -42,10 +42,35 @@ def functions(lines):
     return out
 
 
+JUMP = re.compile(r"\s+(j\w+)\s+(\.L\w+)$")
+
+
+def hot_path(seg):
+    """The loop body [label, back jump] as it runs on most iterations, or None: a forward branch to a
+    label inside the loop (the 1- and 2-row tiles' prefetch stream, whose jump into the next panels
+    is added only at a panel's end: moe__ahead_at) is taken, so the instructions it skips leave the
+    model; any other jump (out of the loop, or back inside it) makes the loop not modelled, as
+    llvm-mca would run both sides of the branch."""
+    labels = {m.group(1): i for i, x in enumerate(seg) if (m := re.match(r"^(\.L\w+):", x))}
+    out, i = [], 1
+    while i < len(seg) - 1:
+        m = JUMP.match(seg[i])
+        if m:
+            if m.group(1) == "jmp" or labels.get(m.group(2), -1) <= i:
+                return None
+            i = labels[m.group(2)]
+        elif re.match(r"\s+j\w+\s", seg[i]):
+            return None
+        else:
+            out.append(seg[i])
+        i += 1
+    return out + [seg[-1]]
+
+
 def main_loop(body):
-    """The straight-line loop (a label, a jump back to it, no other jump between) with the most dot
-    products: the instructions between the label and the jump. A loop with branches inside (the dense
-    tiles' prefetch) is not modelled: llvm-mca would run both sides of every branch."""
+    """The loop (a label, a jump back to it, forward branches inside at most: hot_path) with the most
+    dot products: the instructions of its hot path. A loop with other branches inside (the dense
+    tiles' prefetch) is not modelled."""
     loops = []
     for a, line in enumerate(body):
         m = re.match(r"^(\.L\w+):", line)
@@ -53,14 +78,13 @@ def main_loop(body):
             continue
         for b in range(a + 1, len(body)):
             if re.match(r"\s+j\w+\s+" + re.escape(m.group(1)) + r"$", body[b]):
-                loops.append((a, b))
+                loops.append(body[a:b + 1])
                 break
-    straight = [(a, b) for a, b in loops if sum(bool(re.match(r"\s+j\w+\s", x)) for x in body[a:b + 1]) == 1]
-    best = max(straight, key=lambda ab: sum(bool(DOT.search(x)) for x in body[ab[0]:ab[1] + 1]), default=None)
-    if best is None or not any(DOT.search(x) for x in body[best[0]:best[1] + 1]):
+    paths = [p for p in map(hot_path, loops) if p]
+    best = max(paths, key=lambda p: sum(bool(DOT.search(x)) for x in p), default=None)
+    if best is None or not any(DOT.search(x) for x in best):
         return []
-    seg = body[best[0] + 1:best[1] + 1]
-    return [x for x in seg if x.strip() and not x.strip().startswith((".", "#")) and not re.match(r"^\.L", x)]
+    return [x for x in best if x.strip() and not x.strip().startswith((".", "#")) and not re.match(r"^\.L", x)]
 
 
 def model(cpu, loop, iterations=200):
