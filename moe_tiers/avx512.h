@@ -140,6 +140,17 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_l1(const uint8_t *p, int lines) 
  * prefetcher falls behind a core busy with dot products, Zen's does not (see above). */
 static inline int moe__own_prefetch_cpu(void) { return (moe_cpu_features() & MOE_CPU_INTEL) != 0; }
 
+/* A call's mr rows run in ceil(mr / tile) tiles of balanced heights, the first mr % tiles one row
+ * taller (7 rows of 4: 4 + 3; 12 of 5: 4 + 4 + 4): tile t's rows, and the tile that starts at r0. */
+static inline int32_t moe__tile_rows(int32_t mr, int tile, int32_t t) {
+  const int32_t tiles = (mr + tile - 1) / tile;
+  return mr / tiles + (t < mr % tiles);
+}
+static inline int32_t moe__tile_at(int32_t mr, int tile, int32_t r0) {
+  const int32_t tiles = (mr + tile - 1) / tile, base = mr / tiles, tall = mr % tiles;
+  return r0 < tall * (base + 1) ? r0 / (base + 1) : tall + (r0 - tall * (base + 1)) / base;
+}
+
 #define MOE__PF_AHEAD 2048 /* bytes a small block's first tile prefetches ahead of its loads, per panel */
 
 /* What a tile prefetches: its share of the next panels (w_next), spread evenly over its k steps,
@@ -155,7 +166,7 @@ static inline MOE__INLINE moe__prefetcher moe__prefetch_plan(const moe_gemm_args
                                                             const uint8_t *w0, const uint8_t *w1) {
   moe__prefetcher pf = {NULL, NULL, 0, {NULL, NULL}};
   if (g->w_next && g->mr >= MOE__PF_MIN_ROWS) {
-    const int64_t tiles = (g->mr + tile - 1) / tile, t = r0 / tile;
+    const int64_t tiles = (g->mr + tile - 1) / tile, t = moe__tile_at(g->mr, tile, r0);
     const int64_t lines = (int64_t)(g->w_next_bytes / 64), share = (lines + tiles - 1) / tiles;
     const int64_t first = t * share, last = first + share < lines ? first + share : lines;
     pf.next = g->w_next + 64 * first, pf.end = g->w_next + 64 * (last > first ? last : first);

@@ -162,16 +162,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_5(const moe_gemm_arg
   moe__gemm1_store_avx512(g, r0 + 4, c0_4, c1_4, c2_4, c3_4);
 }
 
-/* bf16 gemm1 over any mr: tiles of 5 rows, then the rest */
+/* bf16 gemm1 over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_BF16 void moe__bf16_gemm1_rows(const moe_gemm_args *g) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+  const int32_t tiles = (g->mr + 4) / 5;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
+    switch (rows) {
     case 1: moe__bf16_gemm1_tile_1(g, r0); break;
     case 2: moe__bf16_gemm1_tile_2(g, r0); break;
     case 3: moe__bf16_gemm1_tile_3(g, r0); break;
     case 4: moe__bf16_gemm1_tile_4(g, r0); break;
     default: moe__bf16_gemm1_tile_5(g, r0); break;
     }
+    r0 += rows;
   }
 }
 
@@ -340,16 +343,19 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_5(const moe_gemm_a
   moe__gemm2_store_avx512(g, r0 + 4, 4, c0_4, c1_4, c2_4, c3_4);
 }
 
-/* bf16 gemm2x2 over any mr: tiles of 5 rows, then the rest */
+/* bf16 gemm2x2 over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_BF16 void moe__bf16_gemm2x2_rows(const moe_gemm_args *g) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+  const int32_t tiles = (g->mr + 4) / 5;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
+    switch (rows) {
     case 1: moe__bf16_gemm2x2_tile_1(g, r0); break;
     case 2: moe__bf16_gemm2x2_tile_2(g, r0); break;
     case 3: moe__bf16_gemm2x2_tile_3(g, r0); break;
     case 4: moe__bf16_gemm2x2_tile_4(g, r0); break;
     default: moe__bf16_gemm2x2_tile_5(g, r0); break;
     }
+    r0 += rows;
   }
 }
 
@@ -893,10 +899,12 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_12(const moe_gemm_ar
   moe__gemm2_store_avx512(g, r0 + 11, 2, c0_11, c1_11, c0_11, c1_11);
 }
 
-/* bf16 gemm2 over any mr: tiles of 12 rows, then the rest */
+/* bf16 gemm2 over any mr: tiles of at most 12 rows, heights balanced */
 MOE__AVX512_BF16 void moe__bf16_gemm2_rows(const moe_gemm_args *g) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
-    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
+  const int32_t tiles = (g->mr + 11) / 12;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = moe__tile_rows(g->mr, 12, t);
+    switch (rows) {
     case 1: moe__bf16_gemm2_tile_1(g, r0); break;
     case 2: moe__bf16_gemm2_tile_2(g, r0); break;
     case 3: moe__bf16_gemm2_tile_3(g, r0); break;
@@ -910,6 +918,7 @@ MOE__AVX512_BF16 void moe__bf16_gemm2_rows(const moe_gemm_args *g) {
     case 11: moe__bf16_gemm2_tile_11(g, r0); break;
     default: moe__bf16_gemm2_tile_12(g, r0); break;
     }
+    r0 += rows;
   }
 }
 
@@ -1078,16 +1087,19 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_5(const moe_gemm_args
   moe__gemm1_store_avx512(g, r0 + 4, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), moe__qc8_dequant(c2_4, p1, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c3_4, p1, 1, g->a_scale[r0 + 4]));
 }
 
-/* qc8 gemm1 over any mr: tiles of 5 rows, then the rest */
+/* qc8 gemm1 over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_VNNI void moe__qc8_gemm1_rows(const moe_gemm_args *g) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+  const int32_t tiles = (g->mr + 4) / 5;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
+    switch (rows) {
     case 1: moe__qc8_gemm1_tile_1(g, r0); break;
     case 2: moe__qc8_gemm1_tile_2(g, r0); break;
     case 3: moe__qc8_gemm1_tile_3(g, r0); break;
     case 4: moe__qc8_gemm1_tile_4(g, r0); break;
     default: moe__qc8_gemm1_tile_5(g, r0); break;
     }
+    r0 += rows;
   }
 }
 
@@ -1261,16 +1273,19 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_5(const moe_gemm_ar
   moe__gemm2_store_avx512(g, r0 + 4, 4, moe__qc8_dequant(c0_4, p0, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c1_4, p0, 1, g->a_scale[r0 + 4]), moe__qc8_dequant(c2_4, p1, 0, g->a_scale[r0 + 4]), moe__qc8_dequant(c3_4, p1, 1, g->a_scale[r0 + 4]));
 }
 
-/* qc8 gemm2x2 over any mr: tiles of 5 rows, then the rest */
+/* qc8 gemm2x2 over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_VNNI void moe__qc8_gemm2x2_rows(const moe_gemm_args *g) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 5) {
-    switch (g->mr - r0 < 5 ? g->mr - r0 : 5) {
+  const int32_t tiles = (g->mr + 4) / 5;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
+    switch (rows) {
     case 1: moe__qc8_gemm2x2_tile_1(g, r0); break;
     case 2: moe__qc8_gemm2x2_tile_2(g, r0); break;
     case 3: moe__qc8_gemm2x2_tile_3(g, r0); break;
     case 4: moe__qc8_gemm2x2_tile_4(g, r0); break;
     default: moe__qc8_gemm2x2_tile_5(g, r0); break;
     }
+    r0 += rows;
   }
 }
 
@@ -1826,10 +1841,12 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_12(const moe_gemm_arg
   moe__gemm2_store_avx512(g, r0 + 11, 2, moe__qc8_dequant(c0_11, p0, 0, g->a_scale[r0 + 11]), moe__qc8_dequant(c1_11, p0, 1, g->a_scale[r0 + 11]), _mm512_setzero_ps(), _mm512_setzero_ps());
 }
 
-/* qc8 gemm2 over any mr: tiles of 12 rows, then the rest */
+/* qc8 gemm2 over any mr: tiles of at most 12 rows, heights balanced */
 MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
-  for (int32_t r0 = 0; r0 < g->mr; r0 += 12) {
-    switch (g->mr - r0 < 12 ? g->mr - r0 : 12) {
+  const int32_t tiles = (g->mr + 11) / 12;
+  for (int32_t t = 0, r0 = 0; t < tiles; t++) {
+    const int32_t rows = moe__tile_rows(g->mr, 12, t);
+    switch (rows) {
     case 1: moe__qc8_gemm2_tile_1(g, r0); break;
     case 2: moe__qc8_gemm2_tile_2(g, r0); break;
     case 3: moe__qc8_gemm2_tile_3(g, r0); break;
@@ -1843,6 +1860,7 @@ MOE__AVX512_VNNI void moe__qc8_gemm2_rows(const moe_gemm_args *g) {
     case 11: moe__qc8_gemm2_tile_11(g, r0); break;
     default: moe__qc8_gemm2_tile_12(g, r0); break;
     }
+    r0 += rows;
   }
 }
 
@@ -2166,7 +2184,7 @@ MOE__AVX512_FP8_FN MOE__NOINLINE void moe__fp8_pair_tile_5(const moe_gemm_args *
 MOE__AVX512_FP8_FN void moe__fp8_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__fp8_pair_tile_1(g, r0, L, L->ahead[s]); break;
@@ -2510,7 +2528,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_4(const moe_gemm_args *
 MOE__AVX512_BF16_FN void moe__b4_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const int32_t rows = moe__tile_rows(g->mr, 4, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__b4_pair_tile_1(g, r0, L, L->ahead[s]); break;
@@ -2881,7 +2899,7 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
 MOE__AVX512_BF16_FN void moe__i4_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const int32_t rows = moe__tile_rows(g->mr, 4, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__i4_pair_tile_1(g, r0, L, L->ahead[s]); break;
@@ -3080,7 +3098,7 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *
 MOE__AVX512_VNNI_FN void moe__q4_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const int32_t rows = moe__tile_rows(g->mr, 4, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__q4_pair_tile_1(g, r0, L, L->ahead[s]); break;
@@ -3607,7 +3625,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__b4f_pair_tile_4(const moe_gemm_args 
 MOE__AVX512_BASE_FN void moe__b4f_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const int32_t rows = moe__tile_rows(g->mr, 4, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__b4f_pair_tile_1(g, r0, L, L->ahead[s]); break;
@@ -4162,7 +4180,7 @@ MOE__AVX512_BASE_FN MOE__NOINLINE void moe__i4f_pair_tile_4(const moe_gemm_args 
 MOE__AVX512_BASE_FN void moe__i4f_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
   const int32_t tiles = (g->mr + 3) / 4;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = g->mr / tiles + (t < g->mr % tiles);
+    const int32_t rows = moe__tile_rows(g->mr, 4, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__i4f_pair_tile_1(g, r0, L, L->ahead[s]); break;
