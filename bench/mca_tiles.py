@@ -4,9 +4,9 @@
 Compiles moe.c to assembly (release flags), takes each generated low-bit tile's main loop (the
 loop with the most dot-product instructions, on its hot path: one k step) and runs llvm-mca on it
 for the CPU asked for. Prints one JSON line per tile: the modelled cycles per loop iteration and
-the instruction count. A model, not a measurement: it knows ports and
-latencies, not cache-line splits, the memory system or the clock. The dense tiles (bf16, qc8) are
-left out: their loops branch for their prefetch, and llvm-mca would run both sides of each branch.
+the instruction count. A model, not a measurement: it knows ports and latencies, not cache-line
+splits, the memory system or the clock. The dense tiles (bf16, qc8) are left out: their loops
+branch for their prefetch, and llvm-mca would run both sides of each branch.
 
   python3 bench/mca_tiles.py --tiles b4f,i4f --cpu sapphirerapids
   python3 bench/mca_tiles.py --tiles b4f --root /tmp/wb     # another checkout, e.g. a worktree of an earlier commit

@@ -796,6 +796,28 @@ static int test_fma_siblings(moe_isa only) {
   return pairs;
 }
 
+#ifdef MOE__HAVE_AVX512
+/* The AVX-512 tiles' balanced heights: every mr splits into ceil(mr / tile) tiles of at most `tile`
+ * rows that differ by one at most and cover the rows once, and moe__tile_at finds each tile from its
+ * first row (the w_next prefetch shares). */
+static void test_tile_heights(void) {
+  int before = test_failures;
+  for (int tile = 1; tile <= 12; tile++)
+    for (int32_t mr = 1; mr <= MOE_BLOCK_M; mr++) {
+      const int32_t tiles = (mr + tile - 1) / tile;
+      int32_t r0 = 0, lo = mr, hi = 0;
+      for (int32_t t = 0; t < tiles; t++) {
+        const int32_t rows = moe__tile_rows(mr, tile, t);
+        CHECK(moe__tile_at(mr, tile, r0) == t, "tile %d, %d rows: row %d is tile %d, not %d", tile, mr, r0,
+              moe__tile_at(mr, tile, r0), t);
+        lo = rows < lo ? rows : lo, hi = rows > hi ? rows : hi, r0 += rows;
+      }
+      CHECK(r0 == mr && hi <= tile && hi - lo <= 1, "tile %d, %d rows: heights %d..%d cover %d rows", tile, mr, lo, hi, r0);
+    }
+  printf("tile heights balanced: %s\n", test_failures > before ? "FAILED" : "ok");
+}
+#endif
+
 static double now_s(void) {
   struct timespec ts;
   timespec_get(&ts, TIME_UTC);
@@ -850,6 +872,9 @@ int main(int argc, char **argv) {
   test_fma_siblings(only);
 #ifdef MOE__HAVE_AMX
   if (only == MOE_ISA_COUNT || only == MOE_ISA_AMX) printf("AMX staging alone (decode roof): %d calls checked\n", test_amx_staging());
+#endif
+#ifdef MOE__HAVE_AVX512
+  test_tile_heights();
 #endif
   vector_rows = test_row_ops();
   test_quantize_division(61, only);

@@ -146,7 +146,7 @@ def tile(prec, kind, mr):
 def rows(prec, kind):
     """ceil(mr / height) tiles of as equal heights as they can be (moe__tile_rows): 12 rows run as
     4 + 4 + 4, not 5 + 5 + 2, whose short tile runs at its dot products' latency (Zen 5, one core in
-    cache, bf16: 5 + 5 + 2 0.86 of the peak, 4 + 4 + 4 0.94; docs/amx.md, twenty-sixth sitting)."""
+    cache, bf16 GEMM1: 5 + 5 + 2 0.84 of the peak, 4 + 4 + 4 0.92; docs/amx.md, twenty-sixth sitting)."""
     p, k, n = prec["name"], kind["name"], kind["rows"]
     out = [f"/* {p} {k} over any mr: tiles of at most {n} rows, heights balanced */",
            f"{prec['attr'].replace('_FN', '')} void moe__{p}_{k}_rows(const moe_gemm_args *g) {{"]
