@@ -1108,6 +1108,13 @@ static inline uint32_t moe__group_in(const uint8_t *a, int64_t i, int64_t k0, in
 #define MOE__NOINLINE __attribute__((noinline))
 #define MOE__ALIGN64 __attribute__((aligned(64)))
 
+/* A call's mr rows run in ceil(mr / tile) tiles of balanced heights, the first mr % tiles one row
+ * taller (7 rows of 4: 4 + 3; 12 of 5: 4 + 4 + 4): tile t's rows (the AVX-512 and AVX2 tiles). */
+static inline int32_t moe__tile_rows(int32_t mr, int tile, int32_t t) {
+  const int32_t tiles = (mr + tile - 1) / tile;
+  return mr / tiles + (t < mr % tiles);
+}
+
 /* ---- the SIMD and tile tiers (moe_tiers/): each compiles to nothing where its ISA is off ---------
  *   decode.h                                 every precision's decoders, the tiers side by side
  *   avx512.h (+ avx512_tiles.h, generated)   AVX-512 F/BW/VL/DQ, VNNI, BF16, VBMI

@@ -405,7 +405,7 @@ MOE__Q4_TILE(MOE__AVXVNNI_INLINE, moe__q4_tile_avxvnni, moe__q4_step_avxvnni)
       }                                                                                                               \
       for (int h = 0; h < 2; h++)                                                                                     \
         for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {                                                              \
-          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);                                                  \
+          const int32_t rows = moe__tile_rows(g->mr, MAXR, ti);                                                       \
           switch (rows) {                                                                                             \
           case 1: tile(g, p, w, h, 1, r0, 1, t + 64 * r0, &pf); break;                                                \
           case 2: tile(g, p, w, h, 1, r0, 2, t + 64 * r0, &pf); break;                                                \
@@ -543,7 +543,7 @@ MOE__AVX2 void moe__lb16_gemm_avx2(moe_precision p, const moe_gemm_args *g, int 
       moe__lb16_decode_avx2(g, p, codes, meta, i0, i1, dec);
       for (int h = 0; h < 2; h++)
         for (int32_t ti = 0, r0 = 0; ti < tiles; ti++) {
-          const int32_t rows = g->mr / tiles + (ti < g->mr % tiles);
+          const int32_t rows = moe__tile_rows(g->mr, 4, ti);
           float *t = tot + 32 * pi;
           switch (rows) {
           case 1: moe__lb16_dec_tile_avx2(g, p, dec, meta, i0, i1, h, r0, 1, part, t, &pf); break;

@@ -140,12 +140,7 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_l1(const uint8_t *p, int lines) 
  * prefetcher falls behind a core busy with dot products, Zen's does not (see above). */
 static inline int moe__own_prefetch_cpu(void) { return (moe_cpu_features() & MOE_CPU_INTEL) != 0; }
 
-/* A call's mr rows run in ceil(mr / tile) tiles of balanced heights, the first mr % tiles one row
- * taller (7 rows of 4: 4 + 3; 12 of 5: 4 + 4 + 4): tile t's rows, and the tile that starts at r0. */
-static inline int32_t moe__tile_rows(int32_t mr, int tile, int32_t t) {
-  const int32_t tiles = (mr + tile - 1) / tile;
-  return mr / tiles + (t < mr % tiles);
-}
+/* The tile that starts at row r0 of a call's balanced tiles (moe__tile_rows). */
 static inline int32_t moe__tile_at(int32_t mr, int tile, int32_t r0) {
   const int32_t tiles = (mr + tile - 1) / tile, base = mr / tiles, tall = mr % tiles;
   return r0 < tall * (base + 1) ? r0 / (base + 1) : tall + (r0 - tall * (base + 1)) / base;
