@@ -57,7 +57,7 @@ static void usage(void) {
         "  --stream-mib S: packed weights per GEMM in a stream pass (default 256, --quick 64)\n"
         "  --runs R: trials (cache) and rounds (stream), default 7 (--quick: 3)\n"
         "  --l2-kib L: L2 per core (default: sysconf, else 1024); the cache set fills half of it\n"
-        "  --rows R: rows per call in cache mode (default: full tiles up to 32); e.g. the AMX/AVX-512 crossover\n"
+        "  --rows R: rows per call in cache mode, 1..32 (default: full tiles up to 32); e.g. the AMX/AVX-512 crossover\n"
         "  --pairs P: also mode \"pairs\" for AMX bf16/fp16/int8: the cache set in the layer's calls over P panel\n"
         "             pairs and 8 / P blocks of those rows (moe__amx_gemm_pairs, MOE__AMX_PAIRS=P in the layer)\n",
         stderr);
@@ -101,6 +101,7 @@ static options parse_options(int argc, char **argv) {
   o.l2_bytes = l2_kib > 0 ? (size_t)(l2_kib * 1024) : l2_cache_bytes();
   if (o.threads < 1) die("--threads must be >= 1");
   if (o.K < 1 || o.N < 1) die("bad K=%lld N=%lld", (long long)o.K, (long long)o.N);
+  if (o.rows < 0 || o.rows > MOE_BLOCK_M) die("--rows must be 1..%d (a call's block)", MOE_BLOCK_M);
 #ifdef MOE__HAVE_AMX
   if (o.pairs < 0 || o.pairs > MOE__AMX_NB) die("--pairs must be 0..%d", MOE__AMX_NB);
 #endif
