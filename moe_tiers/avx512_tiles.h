@@ -9,12 +9,22 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_1(const moe_gemm_arg
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -34,13 +44,24 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_2(const moe_gemm_arg
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -63,14 +84,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_3(const moe_gemm_arg
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -96,15 +129,28 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_4(const moe_gemm_arg
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -133,16 +179,30 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm1_tile_5(const moe_gemm_arg
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps(), c2_4 = _mm512_setzero_ps(), c3_4 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -186,12 +246,22 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_1(const moe_gemm_a
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -212,13 +282,24 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_2(const moe_gemm_a
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -242,14 +323,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_3(const moe_gemm_a
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -276,15 +369,28 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_4(const moe_gemm_a
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -314,16 +420,30 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2x2_tile_5(const moe_gemm_a
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
   __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
   __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps(), c2_4 = _mm512_setzero_ps(), c3_4 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      const __m512bh v2 = (__m512bh)_mm512_loadu_si512(w1 + off), v3 = (__m512bh)_mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); c2_0 = moe__dpbf16(c2_0, a, v2); c3_0 = moe__dpbf16(c3_0, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); c2_1 = moe__dpbf16(c2_1, a, v2); c3_1 = moe__dpbf16(c3_1, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); c2_2 = moe__dpbf16(c2_2, a, v2); c3_2 = moe__dpbf16(c3_2, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); c2_3 = moe__dpbf16(c2_3, a, v2); c3_3 = moe__dpbf16(c3_3, a, v3); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); c2_4 = moe__dpbf16(c2_4, a, v2); c3_4 = moe__dpbf16(c3_4, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -367,11 +487,20 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_1(const moe_gemm_arg
   const int64_t full = g->kred / 2, steps = (g->kred + 1) / 2;
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -391,12 +520,22 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_2(const moe_gemm_arg
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -419,13 +558,24 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_3(const moe_gemm_arg
   __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps();
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -451,14 +601,26 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_4(const moe_gemm_arg
   __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps();
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
   __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -487,15 +649,28 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_5(const moe_gemm_arg
   __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps();
   __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
   __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -527,16 +702,30 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_6(const moe_gemm_arg
   __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps();
   __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
   __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -571,17 +760,32 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_7(const moe_gemm_arg
   __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps();
   __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
   __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -619,18 +823,34 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_8(const moe_gemm_arg
   __m512 c0_5 = _mm512_setzero_ps(), c1_5 = _mm512_setzero_ps();
   __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
   __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -671,19 +891,36 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_9(const moe_gemm_arg
   __m512 c0_6 = _mm512_setzero_ps(), c1_6 = _mm512_setzero_ps();
   __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
   __m512 c0_8 = _mm512_setzero_ps(), c1_8 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -727,20 +964,38 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_10(const moe_gemm_ar
   __m512 c0_7 = _mm512_setzero_ps(), c1_7 = _mm512_setzero_ps();
   __m512 c0_8 = _mm512_setzero_ps(), c1_8 = _mm512_setzero_ps();
   __m512 c0_9 = _mm512_setzero_ps(), c1_9 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -787,21 +1042,40 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_11(const moe_gemm_ar
   __m512 c0_8 = _mm512_setzero_ps(), c1_8 = _mm512_setzero_ps();
   __m512 c0_9 = _mm512_setzero_ps(), c1_9 = _mm512_setzero_ps();
   __m512 c0_10 = _mm512_setzero_ps(), c1_10 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -851,22 +1125,42 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__bf16_gemm2_tile_12(const moe_gemm_ar
   __m512 c0_9 = _mm512_setzero_ps(), c1_9 = _mm512_setzero_ps();
   __m512 c0_10 = _mm512_setzero_ps(), c1_10 = _mm512_setzero_ps();
   __m512 c0_11 = _mm512_setzero_ps(), c1_11 = _mm512_setzero_ps();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
-    { const __m512bh a = (__m512bh)moe__bcast_group(a11, i); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a11, i); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512bh v0 = (__m512bh)_mm512_loadu_si512(w0 + off), v1 = (__m512bh)_mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, i); c0_0 = moe__dpbf16(c0_0, a, v0); c1_0 = moe__dpbf16(c1_0, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, i); c0_1 = moe__dpbf16(c0_1, a, v0); c1_1 = moe__dpbf16(c1_1, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, i); c0_2 = moe__dpbf16(c0_2, a, v0); c1_2 = moe__dpbf16(c1_2, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, i); c0_3 = moe__dpbf16(c0_3, a, v0); c1_3 = moe__dpbf16(c1_3, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, i); c0_4 = moe__dpbf16(c0_4, a, v0); c1_4 = moe__dpbf16(c1_4, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a5, i); c0_5 = moe__dpbf16(c0_5, a, v0); c1_5 = moe__dpbf16(c1_5, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a6, i); c0_6 = moe__dpbf16(c0_6, a, v0); c1_6 = moe__dpbf16(c1_6, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a7, i); c0_7 = moe__dpbf16(c0_7, a, v0); c1_7 = moe__dpbf16(c1_7, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a8, i); c0_8 = moe__dpbf16(c0_8, a, v0); c1_8 = moe__dpbf16(c1_8, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a9, i); c0_9 = moe__dpbf16(c0_9, a, v0); c1_9 = moe__dpbf16(c1_9, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a10, i); c0_10 = moe__dpbf16(c0_10, a, v0); c1_10 = moe__dpbf16(c1_10, a, v1); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a11, i); c0_11 = moe__dpbf16(c0_11, a, v0); c1_11 = moe__dpbf16(c1_11, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -930,12 +1224,22 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_1(const moe_gemm_args
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -956,13 +1260,24 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_2(const moe_gemm_args
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -986,14 +1301,26 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_3(const moe_gemm_args
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1020,15 +1347,28 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_4(const moe_gemm_args
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
   __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1058,16 +1398,30 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm1_tile_5(const moe_gemm_args
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
   __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
   __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512(), c2_4 = _mm512_setzero_si512(), c3_4 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1112,12 +1466,22 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_1(const moe_gemm_ar
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1139,13 +1503,24 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_2(const moe_gemm_ar
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 5, steps, w0, w1);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1170,14 +1545,26 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_3(const moe_gemm_ar
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1205,15 +1592,28 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_4(const moe_gemm_ar
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
   __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1244,16 +1644,30 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2x2_tile_5(const moe_gemm_ar
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
   __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
   __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512(), c2_4 = _mm512_setzero_si512(), c3_4 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      const __m512i v2 = _mm512_loadu_si512(w1 + off), v3 = _mm512_loadu_si512(w1 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); c2_0 = moe__dpbusd(c2_0, a, v2); c3_0 = moe__dpbusd(c3_0, a, v3); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); c2_1 = moe__dpbusd(c2_1, a, v2); c3_1 = moe__dpbusd(c3_1, a, v3); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); c2_2 = moe__dpbusd(c2_2, a, v2); c3_2 = moe__dpbusd(c3_2, a, v3); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); c2_3 = moe__dpbusd(c2_3, a, v2); c3_3 = moe__dpbusd(c3_3, a, v3); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); c2_4 = moe__dpbusd(c2_4, a, v2); c3_4 = moe__dpbusd(c3_4, a, v3); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1298,11 +1712,20 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_1(const moe_gemm_args
   const int64_t full = g->kred / 4, steps = (g->kred + 3) / 4;
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1323,12 +1746,22 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_2(const moe_gemm_args
   moe__prefetcher pf = moe__prefetch_plan(g, r0, 12, steps, w0, NULL);
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1352,13 +1785,24 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_3(const moe_gemm_args
   __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512();
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1385,14 +1829,26 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_4(const moe_gemm_args
   __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512();
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
   __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1422,15 +1878,28 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_5(const moe_gemm_args
   __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512();
   __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
   __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1463,16 +1932,30 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_6(const moe_gemm_args
   __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512();
   __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
   __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
-    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1508,17 +1991,32 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_7(const moe_gemm_args
   __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512();
   __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
   __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
-    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
-    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1557,18 +2055,34 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_8(const moe_gemm_args
   __m512i c0_5 = _mm512_setzero_si512(), c1_5 = _mm512_setzero_si512();
   __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
   __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
-    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
-    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
-    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1610,19 +2124,36 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_9(const moe_gemm_args
   __m512i c0_6 = _mm512_setzero_si512(), c1_6 = _mm512_setzero_si512();
   __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
   __m512i c0_8 = _mm512_setzero_si512(), c1_8 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
-    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
-    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
-    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
-    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1667,20 +2198,38 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_10(const moe_gemm_arg
   __m512i c0_7 = _mm512_setzero_si512(), c1_7 = _mm512_setzero_si512();
   __m512i c0_8 = _mm512_setzero_si512(), c1_8 = _mm512_setzero_si512();
   __m512i c0_9 = _mm512_setzero_si512(), c1_9 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
-    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
-    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
-    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
-    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
-    { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+      { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+      { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1728,21 +2277,40 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_11(const moe_gemm_arg
   __m512i c0_8 = _mm512_setzero_si512(), c1_8 = _mm512_setzero_si512();
   __m512i c0_9 = _mm512_setzero_si512(), c1_9 = _mm512_setzero_si512();
   __m512i c0_10 = _mm512_setzero_si512(), c1_10 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
-    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
-    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
-    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
-    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
-    { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
-    { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+      { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+      { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+      { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+      { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;
@@ -1793,22 +2361,42 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__qc8_gemm2_tile_12(const moe_gemm_arg
   __m512i c0_9 = _mm512_setzero_si512(), c1_9 = _mm512_setzero_si512();
   __m512i c0_10 = _mm512_setzero_si512(), c1_10 = _mm512_setzero_si512();
   __m512i c0_11 = _mm512_setzero_si512(), c1_11 = _mm512_setzero_si512();
-  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
-    const size_t off = (size_t)i * 128;
-    const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
-    moe__prefetch_step(&pf);
-    { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
-    { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
-    { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
-    { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
-    { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
-    { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
-    { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
-    { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
-    { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
-    { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
-    { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
-    { const __m512i a = moe__bcast_group(a11, i); c0_11 = moe__dpbusd(c0_11, a, v0); c1_11 = moe__dpbusd(c1_11, a, v1); }
+  if (pf.rate) { /* a share of the next panels, spread over the steps */
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_next(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+      { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+      { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+      { const __m512i a = moe__bcast_group(a11, i); c0_11 = moe__dpbusd(c0_11, a, v0); c1_11 = moe__dpbusd(c1_11, a, v1); }
+    }
+  } else {
+    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {
+      const size_t off = (size_t)i * 128;
+      const __m512i v0 = _mm512_loadu_si512(w0 + off), v1 = _mm512_loadu_si512(w0 + off + 64);
+      moe__prefetch_own(&pf);
+      { const __m512i a = moe__bcast_group(a0, i); c0_0 = moe__dpbusd(c0_0, a, v0); c1_0 = moe__dpbusd(c1_0, a, v1); }
+      { const __m512i a = moe__bcast_group(a1, i); c0_1 = moe__dpbusd(c0_1, a, v0); c1_1 = moe__dpbusd(c1_1, a, v1); }
+      { const __m512i a = moe__bcast_group(a2, i); c0_2 = moe__dpbusd(c0_2, a, v0); c1_2 = moe__dpbusd(c1_2, a, v1); }
+      { const __m512i a = moe__bcast_group(a3, i); c0_3 = moe__dpbusd(c0_3, a, v0); c1_3 = moe__dpbusd(c1_3, a, v1); }
+      { const __m512i a = moe__bcast_group(a4, i); c0_4 = moe__dpbusd(c0_4, a, v0); c1_4 = moe__dpbusd(c1_4, a, v1); }
+      { const __m512i a = moe__bcast_group(a5, i); c0_5 = moe__dpbusd(c0_5, a, v0); c1_5 = moe__dpbusd(c1_5, a, v1); }
+      { const __m512i a = moe__bcast_group(a6, i); c0_6 = moe__dpbusd(c0_6, a, v0); c1_6 = moe__dpbusd(c1_6, a, v1); }
+      { const __m512i a = moe__bcast_group(a7, i); c0_7 = moe__dpbusd(c0_7, a, v0); c1_7 = moe__dpbusd(c1_7, a, v1); }
+      { const __m512i a = moe__bcast_group(a8, i); c0_8 = moe__dpbusd(c0_8, a, v0); c1_8 = moe__dpbusd(c1_8, a, v1); }
+      { const __m512i a = moe__bcast_group(a9, i); c0_9 = moe__dpbusd(c0_9, a, v0); c1_9 = moe__dpbusd(c1_9, a, v1); }
+      { const __m512i a = moe__bcast_group(a10, i); c0_10 = moe__dpbusd(c0_10, a, v0); c1_10 = moe__dpbusd(c1_10, a, v1); }
+      { const __m512i a = moe__bcast_group(a11, i); c0_11 = moe__dpbusd(c0_11, a, v0); c1_11 = moe__dpbusd(c1_11, a, v1); }
+    }
   }
   if (full < steps) { /* a partial last k-group: activations padded with zeros */
     const size_t off = (size_t)full * 128;

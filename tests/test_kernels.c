@@ -816,6 +816,44 @@ static void test_tile_heights(void) {
     }
   printf("tile heights balanced: %s\n", test_failures > before ? "FAILED" : "ok");
 }
+
+/* The dense tiles' w_next prefetch (blocks of MOE__PF_MIN_ROWS rows or more): the tiles' shares
+ * cover the next panels' lines once, and each tile sends its share at an even pace over its k
+ * steps (after s of n steps, share * s / n lines rounded either way), not as a burst. */
+static void test_prefetch_spread(void) {
+  static const int heights[] = {4, 5, 12}; /* the dense tiles' */
+  static const int64_t line_counts[] = {1, 5, 100, 1536, 4096}, step_counts[] = {1, 7, 384, 1024, 1025};
+  static uint8_t panels[4096 * 64], sent[4096]; /* the next panels, and how often each line was sent */
+  int before = test_failures;
+  for (size_t h = 0; h < sizeof heights / sizeof *heights; h++)
+    for (int32_t mr = MOE__PF_MIN_ROWS; mr <= MOE_BLOCK_M; mr += 7)
+      for (size_t li = 0; li < sizeof line_counts / sizeof *line_counts; li++)
+        for (size_t si = 0; si < sizeof step_counts / sizeof *step_counts; si++) {
+          const int64_t lines = line_counts[li], steps = step_counts[si];
+          moe_gemm_args g;
+          memset(&g, 0, sizeof g);
+          memset(sent, 0, sizeof sent);
+          g.mr = mr, g.w_next = panels, g.w_next_bytes = (size_t)lines * 64;
+          for (int32_t tile = heights[h], t = 0, r0 = 0; t < (mr + tile - 1) / tile; r0 += moe__tile_rows(mr, tile, t), t++) {
+            moe__prefetcher pf = moe__prefetch_plan(&g, r0, tile, steps, panels, panels);
+            const int64_t share = (pf.end - pf.next) / 64;
+            int64_t s = 1, done = 0, uneven = 0;
+            for (; s <= steps && !uneven; s++) {
+              const uint8_t *from = pf.next;
+              moe__prefetch_next(&pf);
+              for (const uint8_t *at = from; at < pf.next; at += 64) sent[(at - panels) / 64]++;
+              done += (pf.next - from) / 64;
+              uneven = done * steps < share * s - (steps - 1) || done * steps > share * s + (steps - 1);
+            }
+            CHECK(!uneven, "height %d, %d rows, tile %d: %lld of %lld lines after step %lld of %lld", tile, mr, t,
+                  (long long)done, (long long)share, (long long)(s - 1), (long long)steps);
+          }
+          for (int64_t l = 0; l < lines; l++)
+            CHECK(sent[l] == 1, "height %d, %d rows, %lld lines over %lld steps: line %lld sent %d times", heights[h], mr,
+                  (long long)lines, (long long)steps, (long long)l, sent[l]);
+        }
+  printf("w_next prefetch spread: %s\n", test_failures > before ? "FAILED" : "ok");
+}
 #endif
 
 static double now_s(void) {
@@ -875,6 +913,7 @@ int main(int argc, char **argv) {
 #endif
 #ifdef MOE__HAVE_AVX512
   test_tile_heights();
+  test_prefetch_spread();
 #endif
   vector_rows = test_row_ops();
   test_quantize_division(61, only);

@@ -97,21 +97,33 @@ def store(prec, kind, r):
     return f"  moe__gemm2_store_avx512(g, r0 + {r}, {2 * kind['panels']}, {', '.join(vecs)});"
 
 
-def k_step(prec, kind, mr, index, bcast):
+def k_step(prec, kind, mr, index, bcast, prefetch="moe__prefetch_step", pad="    "):
     """One k-group of every row: load the panels' lines v<n>, prefetch, then per row one dot product
     per accumulator (c<n>_<row> += a . v<n>)."""
     vec = prec["vec"]
     load = (lambda at: f"_mm512_loadu_si512({at})") if vec == "__m512i" else (lambda at: f"({vec})_mm512_loadu_si512({at})")
-    out = [f"    const size_t off = (size_t){index} * 128;",
-           f"    const {vec} v0 = {load('w0 + off')}, v1 = {load('w0 + off + 64')};"]
+    out = [f"const size_t off = (size_t){index} * 128;",
+           f"const {vec} v0 = {load('w0 + off')}, v1 = {load('w0 + off + 64')};"]
     if kind["panels"] == 2:
-        out.append(f"    const {vec} v2 = {load('w1 + off')}, v3 = {load('w1 + off + 64')};")
-    out.append("    moe__prefetch_step(&pf);")
+        out.append(f"const {vec} v2 = {load('w1 + off')}, v3 = {load('w1 + off + 64')};")
+    out.append(f"{prefetch}(&pf);")
     for r in range(mr):
         a = bcast(r) if vec == "__m512i" else f"({vec}){bcast(r)}"
         dots = " ".join(f"c{v}_{r} = {prec['dp']}(c{v}_{r}, a, v{v});" for v in range(2 * kind["panels"]))
-        out.append(f"    {{ const {vec} a = {a}; {dots} }}")
-    return out
+        out.append(f"{{ const {vec} a = {a}; {dots} }}")
+    return [pad + line for line in out]
+
+
+def k_loops(prec, kind, mr):
+    """The full k-groups, in one of two loops: with the tile's share of the next panels (a
+    loop-invariant choice, so the loop without it carries none of its bookkeeping)."""
+    group = lambda r: f"moe__bcast_group(a{r}, i)"
+    out = ["  if (pf.rate) { /* a share of the next panels, spread over the steps */",
+           "    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {"]
+    out += k_step(prec, kind, mr, "i", group, "moe__prefetch_next", "      ")
+    out += ["    }", "  } else {", "    MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {"]
+    out += k_step(prec, kind, mr, "i", group, "moe__prefetch_own", "      ")
+    return out + ["    }", "  }"]
 
 
 def tile(prec, kind, mr):
@@ -132,9 +144,7 @@ def tile(prec, kind, mr):
     out.append(f"  moe__prefetcher pf = moe__prefetch_plan(g, r0, {kind['rows']}, steps, {own});")
     for r in range(mr):
         out.append(f"  {prec['acc']} " + ", ".join(f"c{v}_{r} = {prec['zero']}" for v in range(nacc)) + ";")
-    out.append("  MOE__NO_UNROLL for (int64_t i = 0; i < full; i++) {")
-    out += k_step(prec, kind, mr, "i", lambda r: f"moe__bcast_group(a{r}, i)")
-    out.append("  }")
+    out += k_loops(prec, kind, mr)
     out.append("  if (full < steps) { /* a partial last k-group: activations padded with zeros */")
     out += k_step(prec, kind, mr, "full", lambda r: f"moe__bcast_tail(a{r}, full, g->kred, {prec['elt']})")
     out.append("  }")
