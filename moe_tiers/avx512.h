@@ -150,7 +150,7 @@ static inline int32_t moe__tile_at(int32_t mr, int tile, int32_t r0) {
 
 /* What a tile prefetches: its share of the next panels (w_next), spread evenly over its k steps
  * (`rate` lines a step in 1/65536ths; a line every step until the share was sent, the first 57 % of
- * a bf16 GEMM1 tile's steps, left DRAM idle for the rest: Zen 5, M = 512 4-10 % slower), or its own
+ * a bf16 GEMM1 tile's steps, left DRAM idle for the rest: Zen 5, M = 512 3-10 % slower), or its own
  * panels' lines MOE__PF_AHEAD bytes ahead (own[p], 128 bytes per step). */
 typedef struct moe__prefetcher {
   const uint8_t *next, *end;
