@@ -1114,6 +1114,11 @@ static inline int32_t moe__tile_rows(int32_t mr, int tile, int32_t t) {
   const int32_t tiles = (mr + tile - 1) / tile;
   return mr / tiles + (t < mr % tiles);
 }
+/* ... and its inverse: the tile that starts at row r0 (the AVX-512 w_next prefetch shares). */
+static inline int32_t moe__tile_at(int32_t mr, int tile, int32_t r0) {
+  const int32_t tiles = (mr + tile - 1) / tile, base = mr / tiles, tall = mr % tiles;
+  return r0 < tall * (base + 1) ? r0 / (base + 1) : tall + (r0 - tall * (base + 1)) / base;
+}
 
 /* ---- the SIMD and tile tiers (moe_tiers/): each compiles to nothing where its ISA is off ---------
  *   decode.h                                 every precision's decoders, the tiers side by side

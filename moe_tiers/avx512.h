@@ -140,12 +140,6 @@ MOE__AVX512_BASE MOE__INLINE void moe__prefetch_l1(const uint8_t *p, int lines) 
  * prefetcher falls behind a core busy with dot products, Zen's does not (see above). */
 static inline int moe__own_prefetch_cpu(void) { return (moe_cpu_features() & MOE_CPU_INTEL) != 0; }
 
-/* The tile that starts at row r0 of a call's balanced tiles (moe__tile_rows). */
-static inline int32_t moe__tile_at(int32_t mr, int tile, int32_t r0) {
-  const int32_t tiles = (mr + tile - 1) / tile, base = mr / tiles, tall = mr % tiles;
-  return r0 < tall * (base + 1) ? r0 / (base + 1) : tall + (r0 - tall * (base + 1)) / base;
-}
-
 #define MOE__PF_AHEAD 2048 /* bytes a small block's first tile prefetches ahead of its loads, per panel */
 
 /* What a tile prefetches: its share of the next panels (w_next), spread evenly over its k steps

@@ -837,7 +837,8 @@ static void test_prefetch_spread(void) {
           for (int32_t tile = heights[h], t = 0, r0 = 0; t < (mr + tile - 1) / tile; r0 += moe__tile_rows(mr, tile, t), t++) {
             moe__prefetcher pf = moe__prefetch_plan(&g, r0, tile, steps, panels, panels);
             const int64_t share = (pf.end - pf.next) / 64;
-            int64_t s = 1, done = 0, uneven = 0;
+            int64_t s = 1, done = 0;
+            int uneven = 0;
             for (; s <= steps && !uneven; s++) {
               const uint8_t *from = pf.next;
               moe__prefetch_next(&pf);
