@@ -229,6 +229,10 @@ typedef struct moe__layer {
   int64_t ldxs;
   void *amx_scratch;           /* AMX: amx_slots workers' block buffers (moe__amx_scratch_slots) */
   int64_t amx_slots;
+  const moe_gemm_config *fold; /* the folded path's dense kernels (moe__fold_policy), or NULL    */
+  uint8_t *fold_scratch;       /* then fold_slots workers' decoded panel pairs, fold_bytes each   */
+  int64_t fold_slots;
+  size_t fold_bytes;
   float *acc, *acc_shared;     /* [mc][K] f32 sums of the routed experts' outputs; the shared one */
   int32_t *x_gsum, *h_gsum;    /* W4A8: the u8 rows' group sums (moe_sum_groups_u8), x_ng and h_ng
                                   a row, x's in the routed experts' groups; else NULL            */
@@ -237,7 +241,7 @@ typedef struct moe__layer {
 
 typedef struct moe__ws_plan {
   size_t sorted, blocks, scratch, acc_shared, groups, sync, xf, x_scale, gate, xa, h, h_scale, ha, acc, xs, amx, x_gsum, h_gsum,
-      total;
+      fold, total;
   int64_t cap, amx_slots;
 } moe__ws_plan;
 
@@ -276,6 +280,19 @@ static inline size_t moe__amx_slot_bytes(void) {
 #endif
 }
 
+/* The folded path (moe__fold_policy) runs the experts' region on at most MOE__FOLD_SLOTS workers,
+ * each with one expert's decoded panel pair in the workspace: the larger of GEMM1's gate and up
+ * panels and GEMM2's two, routed or shared (Qwen3-30B-A3B: 256 KB). The workers past them take
+ * no items, so the bits stay the same for any thread count; only slots in use are touched. */
+#ifndef MOE__FOLD_SLOTS
+#define MOE__FOLD_SLOTS 128
+#endif
+static inline size_t moe__fold_pair_bytes(const moe__layer *L) {
+  int64_t k = L->ex->k13_pad > L->ex->k2_pad ? L->ex->k13_pad : L->ex->k2_pad;
+  if (L->sh) k = k > L->sh->k13_pad ? k : L->sh->k13_pad, k = k > L->sh->k2_pad ? k : L->sh->k2_pad;
+  return L->fold ? 2 * (size_t)k * 64 : 0; /* a decoded panel: kpad / 2 lines of 128 bytes */
+}
+
 /* W4A8's zero points need each u8 row's sums per k group: the layer makes them once per row
  * (moe_sum_groups_u8) for every kernel call over the row. Sums a row of x (in the routed experts'
  * groups) and of h (in the smallest group of the routed and shared experts); 0 for other precisions. */
@@ -290,7 +307,7 @@ static inline int64_t moe__h_groups(const moe__layer *L) {
 /* Workspace pieces for a chunk of mc tokens, each rounded to 64 bytes; 0 total on overflow. */
 static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   moe__ws_plan w;
-  size_t sz[18], t = 0;
+  size_t sz[19], t = 0;
   int64_t cap = (int64_t)moe_sort_capacity(mc, L->topk > 0 ? L->topk : 1, (int32_t)L->ex->E, MOE_BLOCK_M);
   size_t a_elt = L->a8 ? 1 : 2;
   memset(&w, 0, sizeof w);
@@ -315,13 +332,14 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[15] = (size_t)w.amx_slots * moe__amx_slot_bytes();
   sz[16] = (size_t)mc * (size_t)moe__x_groups(L) * 4;
   sz[17] = (size_t)cap * (size_t)moe__h_groups(L) * 4;
-  for (int i = 0; i < 18; i++) {
+  sz[18] = MOE__FOLD_SLOTS * moe__fold_pair_bytes(L);
+  for (int i = 0; i < 19; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
   }
   w.sorted = sz[0], w.blocks = sz[1], w.scratch = sz[2], w.acc_shared = sz[3], w.xf = sz[4], w.x_scale = sz[5];
   w.gate = sz[6], w.xa = sz[7], w.h = sz[8], w.h_scale = sz[9], w.ha = sz[10], w.acc = sz[11], w.groups = sz[12], w.sync = sz[13];
-  w.xs = sz[14], w.amx = sz[15], w.x_gsum = sz[16], w.h_gsum = sz[17];
+  w.xs = sz[14], w.amx = sz[15], w.x_gsum = sz[16], w.h_gsum = sz[17], w.fold = sz[18];
   if (!moe__add_ok(t, 64, &w.total)) w.total = 0; /* 64: alignment slack */
   return w;
 }
@@ -349,7 +367,10 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->amx_slots = w->amx ? w->amx_slots : 0;
   L->x_ng = moe__x_groups(L), L->h_ng = moe__h_groups(L);
   L->x_gsum = L->x_ng ? (int32_t *)b : NULL, b += w->x_gsum;
-  L->h_gsum = L->h_ng ? (int32_t *)b : NULL;
+  L->h_gsum = L->h_ng ? (int32_t *)b : NULL, b += w->h_gsum;
+  L->fold_scratch = w->fold ? b : NULL;
+  L->fold_slots = w->fold ? MOE__FOLD_SLOTS : 0;
+  L->fold_bytes = moe__fold_pair_bytes(L);
 }
 
 /* Experts in the whole model: n_global with an expert map (0 means E), else the local E. */
@@ -387,6 +408,7 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   L->kern = moe__tier_policy(ex->precision, shared_only ? c->M : c->M * c->topk,
                              shared_only ? 1 : moe__n_global(c, ex->E), &L->kern_small);
   if (!L->kern) return MOE_ERR_UNSUPPORTED;
+  L->fold = moe__fold_policy(L->kern, shared_only ? c->M : c->M * c->topk, shared_only ? 1 : moe__n_global(c, ex->E));
   L->ex = ex;
   L->sh = sh;
   L->call = c;
@@ -779,17 +801,57 @@ static inline void moe__busy(moe__layer *L, int kind, int64_t *t) {
   *t = now;
 }
 
+/* GEMM1 of group gi's blocks over h panel p on the folded path: the expert's gate and up panels
+ * decoded into the worker's scratch once, then every block on the dense kernel. 0 when their scales
+ * do not fold (the blocks then run the MXFP4 kernel). */
+static inline int moe__gemm1_folded(const moe__layer *L, int64_t gi, int64_t p, int64_t next_p, uint8_t *fold) {
+  int64_t e;
+  const moe_experts *X = moe__block_experts(L, L->group_first[gi], &e);
+  const int32_t nv = (int32_t)(X->N - p * MOE_NR < MOE_NR ? X->N - p * MOE_NR : MOE_NR), nvs[2] = {nv, nv};
+  if (nv <= 0) return 1; /* past this expert's N: nothing to do */
+  if (!moe__fold_panels(X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes, X->panel13_bytes, 2, nvs, X->K, X->k13_pad, fold))
+    return 0;
+  for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) {
+    moe__rows R;
+    moe_gemm_args g;
+    if (!moe__gemm1_args(L, b, p, next_p, &g, &R)) continue;
+    g.w = fold, g.panel_bytes = (size_t)X->k13_pad * 64, g.kgroup = 0;
+    L->fold->gemm1(&g);
+  }
+  return 1;
+}
+/* The same for GEMM2's output panel pair q (its last pair may hold one panel). */
+static inline int moe__gemm2_folded(const moe__layer *L, int64_t gi, int64_t q, const uint8_t *next, size_t next_bytes,
+                                    uint8_t *fold) {
+  int64_t e;
+  const moe_experts *X = moe__block_experts(L, L->group_first[gi], &e);
+  const int64_t left = X->K - 2 * q * MOE_NR; /* valid columns from this pair on */
+  const int32_t nvs[2] = {(int32_t)(left < MOE_NR ? left : MOE_NR), (int32_t)(left - MOE_NR < MOE_NR ? left - MOE_NR : MOE_NR)};
+  if (!moe__fold_panels(X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes, X->panel2_bytes, nvs[1] > 0 ? 2 : 1, nvs,
+                        X->N, X->k2_pad, fold))
+    return 0;
+  for (int64_t b = L->group_first[gi]; b < L->group_first[gi + 1]; b++) {
+    moe__rows R;
+    moe_gemm_args g;
+    moe__gemm2_args(L, b, q, next, next_bytes, &g, &R);
+    g.w = fold, g.panel_bytes = (size_t)X->k2_pad * 64, g.kgroup = 0;
+    L->fold->gemm2(&g);
+  }
+  return 1;
+}
+
 /* GEMM1 item (expert group, run of panels): every block of one expert against a few consecutive
  * weight panels, so each panel comes from DRAM once and stays in cache while the expert's rows
  * stream through it. Few experts hit (decode) still give experts x panel runs items: N is split
  * within each expert. */
-static inline void moe__gemm1_item(moe__layer *L, int64_t t, void *amx) {
+static inline void moe__gemm1_item(moe__layer *L, int64_t t, void *amx, uint8_t *fold) {
   int64_t runs = moe__cdiv(moe__h_panels(L), L->chunk1), gi = t / runs, p0 = t % runs * L->chunk1;
   int64_t p1 = p0 + L->chunk1 < moe__h_panels(L) ? p0 + L->chunk1 : moe__h_panels(L), t0 = moe__stats_ns(L);
   const int64_t P = moe__amx_pairs(L, amx); /* panels per AMX call */
   for (int64_t p = p0; p < p1; p += P) {
     const int64_t np = p + P < p1 ? P : p1 - p, next = p + np < p1 ? p + np : -1;
     const int64_t next_np = next < 0 ? 0 : p1 - next < P ? p1 - next : P;
+    if (fold && moe__gemm1_folded(L, gi, p, next, fold)) continue;
     for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
       n = moe__amx_run(L, b, L->group_first[gi + 1], amx); /* blocks that share one AMX call */
       if (n > 0) moe__gemm1_pairs(L, b, n, p, np, next, next_np, amx);
@@ -821,7 +883,7 @@ static inline const uint8_t *moe__w2_pairs(const moe__layer *L, int64_t gi, int6
   return X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
 }
 
-static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx) {
+static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx, uint8_t *fold) {
   int64_t q0 = t * L->chunk2, q1 = q0 + L->chunk2 < moe__pairs2(L) ? q0 + L->chunk2 : moe__pairs2(L), t0;
   const int64_t P = moe__amx_pairs(L, amx); /* output panel pairs per AMX call */
   for (int64_t gi = 0; gi < L->n_groups; gi++) {
@@ -833,6 +895,7 @@ static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx) {
       size_t next_bytes = 0;
       const uint8_t *next = q + nq < q1 ? moe__w2_pairs(L, gi, q + nq, q1 - q - nq < P ? q1 - q - nq : P, &next_bytes)
                             : gi + 1 < L->n_groups ? moe__w2_pairs(L, gi + 1, q0, q1 - q0 < P ? q1 - q0 : P, &next_bytes) : NULL;
+      if (fold && moe__gemm2_folded(L, gi, q, next, next_bytes, fold)) continue;
       for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
         n = moe__amx_run(L, b, L->group_first[gi + 1], amx);
         if (n > 0) moe__gemm2_pairs(L, b, n, q, nq, next, next_bytes, amx);
@@ -846,14 +909,16 @@ static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx) {
   }
 }
 
-/* Worker w of the experts' region (each w runs once: the first amx_slots own a scratch). */
+/* Worker w of the experts' region (each w runs once: the first amx_slots own a scratch; on the
+ * folded path the first fold_slots own one and the others take no items). */
 static inline void moe__experts_worker(void *arg, int64_t w) {
   moe__layer *L = (moe__layer *)arg;
   void *amx = w < L->amx_slots ? (uint8_t *)L->amx_scratch + (size_t)w * moe__amx_slot_bytes() : NULL;
+  uint8_t *fold = L->fold && w < L->fold_slots ? L->fold_scratch + (size_t)w * L->fold_bytes : NULL;
   int64_t i;
-  while ((i = __atomic_fetch_add(&L->next_item, 1, __ATOMIC_RELAXED)) < L->items1 + L->items2) {
-    if (i < L->items1) moe__gemm1_item(L, i, amx);
-    else moe__gemm2_item(L, i - L->items1, amx);
+  while ((!L->fold || fold) && (i = __atomic_fetch_add(&L->next_item, 1, __ATOMIC_RELAXED)) < L->items1 + L->items2) {
+    if (i < L->items1) moe__gemm1_item(L, i, amx, fold);
+    else moe__gemm2_item(L, i - L->items1, amx, fold);
   }
   moe__tiles_release(); /* this thread's part of the region is done: its AMX tile state goes */
 }

@@ -1394,6 +1394,45 @@ static inline const moe_gemm_config *moe__tier_policy(moe_precision p, int64_t s
   return kern;
 }
 
+/* MXFP4 prefill on the AVX-512 tier, folded: a worker decodes each panel pair of an expert once into
+ * its scratch as bf16 panels, every e8m0 scale folded into its weights (exact for scales in
+ * [2, 252]; a pair with another scale runs the MXFP4 kernel), and every block of the expert runs the
+ * dense bf16 kernel over them: no decoder and no scale group's end in the tiles, one f32 chain per
+ * output through all of K. Its bits differ from the grouped kernel's, so the layer chooses once per
+ * call, from the average rows per expert (slots / experts against MOE__FOLD_MIN_ROWS), as it
+ * chooses AMX; below it the decode of a whole pair costs more than it saves (Zen 5, Qwen3-30B-A3B:
+ * 16 rows 1.0-1.1x the time, 24 rows 0.94-1.01x, 32 rows 0.92x, 128 rows 0.90x; bench/RESULTS.md,
+ * twenty-eighth sitting). Only where the MXFP4 kernel is the vdpbf16ps one (Zen 4/5; Intel's cores
+ * run the f32 one and AMX decodes in its own way). The dense kernels, or NULL. */
+#ifndef MOE__FOLD_MIN_ROWS
+#define MOE__FOLD_MIN_ROWS 32
+#endif
+static inline const moe_gemm_config *moe__fold_policy(const moe_gemm_config *kern, int64_t slots, int64_t experts) {
+#if defined(MOE__HAVE_AVX512) && MOE__ON_MXFP4
+  static const moe_gemm_config dense = {moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16,
+                                        moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16,
+                                        MOE__F_AVX512_BF16, MOE_ISA_AVX512, "moe_bf16_bf16w_gemm_ukernel_5x32c2__avx512bf16",
+                                        MOE_PREC_BF16, 5, 32, 2, 5, 64,
+                                        "moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16",
+                                        "moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16", "vdpbf16ps"};
+  if (kern && kern->gemm1 == moe_bf16_mxfp4w_gemm1_ukernel_4x32c2__avx512bf16 && slots >= MOE__FOLD_MIN_ROWS * experts)
+    return &dense;
+#else
+  (void)kern, (void)slots, (void)experts;
+#endif
+  return NULL;
+}
+/* np MXFP4 panels to the folded path's bf16 panels (moe__mxfp4_to_bf16_avx512); 0 when not folded. */
+static inline int moe__fold_panels(const uint8_t *w, size_t panel_bytes, int np, const int32_t *nv, int64_t kred, int64_t kpad,
+                                   uint8_t *dst) {
+#if defined(MOE__HAVE_AVX512) && MOE__ON_MXFP4
+  return moe__mxfp4_to_bf16_avx512(w, panel_bytes, np, nv, kred, kpad, dst);
+#else
+  (void)w, (void)panel_bytes, (void)np, (void)nv, (void)kred, (void)kpad, (void)dst;
+  return 0;
+#endif
+}
+
 /* Ends this thread's use of AMX tiles, if it made any (a no-op without the AMX tier). */
 static inline void moe__tiles_release(void) {
 #ifdef MOE__HAVE_AMX

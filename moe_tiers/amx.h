@@ -302,17 +302,10 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
     }
     case MOE_PREC_INT4_W4A16: case MOE_PREC_MXFP4: { /* 8 k per line pair, layout (c) */
       const int mx = C->p == MOE_PREC_MXFP4;
-      const __m512i tab = mx ? C->tab.hi0 : C->tab.lo0, low15 = _mm512_set1_epi16(0x7FFF);
+      const __m512i tab = mx ? C->tab.hi0 : C->tab.lo0;
       __m512i adj[2]; /* INT4: zero bytes; MXFP4: exponent adds */
-      if (!mx)
-        for (int h = 0; h < 2; h++) adj[h] = moe__lowbit_zero_bytes(L, k0 / C->kgroup, 2 * i + h);
-      else
-        for (int h = 0; h < 2; h++) {
-          const uint8_t *e = L->meta[i] + (size_t)(k0 / 32) * MOE_NR + 16 * h;
-          __m512i d = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)e)), _mm512_set1_epi32(127)), 7);
-          d = _mm512_and_si512(d, _mm512_set1_epi32(0xFFFF));
-          adj[h] = _mm512_or_si512(d, _mm512_slli_epi32(d, 16));
-        }
+      for (int h = 0; h < 2; h++)
+        adj[h] = mx ? moe__e8m0_adds(L->meta[i] + (size_t)(k0 / 32) * MOE_NR + 16 * h) : moe__lowbit_zero_bytes(L, k0 / C->kgroup, 2 * i + h);
       valid = kpad / 8 - k0 / 8;
       for (int q = 0; q < 4; q++)
         for (int h = 0; h < 2; h++) {
@@ -321,10 +314,7 @@ MOE__AMX_FN void moe__amx_prepare_b(moe__amx_call *C, int i, int64_t c0, int s_l
           if (q >= valid) {
             for (int j = 0; j < 4; j++) _mm512_store_si512(rows + 64 * j, _mm512_setzero_si512());
           } else if (mx) {
-            for (int j = 0; j < 4; j++) {
-              const __m512i v = (__m512i)moe__b4_pair(line, j, tab);
-              _mm512_store_si512(rows + 64 * j, _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, low15), v, adj[h]));
-            }
+            for (int j = 0; j < 4; j++) _mm512_store_si512(rows + 64 * j, moe__e8m0_fold((__m512i)moe__b4_pair(line, j, tab), adj[h]));
           } else {
             __m512i even, odd;
             moe__b4_minus_zero(line, adj[h], &even, &odd);
@@ -511,17 +501,15 @@ MOE__AMX_FN void moe__amx_store(const moe_gemm_args *g, moe__amx_call *C, int ge
   }
 }
 
-/* MXFP4's e8m0 scales of the call's panels all in [2, 252]: folded into bf16 weights, exactly. */
-MOE__AMX_FN int moe__amx_e8m0_foldable(const moe_gemm_args *g, const moe__amx_call *C) {
-  const size_t n = (size_t)moe__cdiv(g->kred, 32) * MOE_NR;
-  __mmask64 bad = 0;
-  for (int i = 0; i < C->np; i++)
-    for (size_t o = 0; o < n; o += 64) {
-      const __mmask64 mk = n - o >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - o)) - 1);
-      const __m512i e = _mm512_maskz_loadu_epi8(mk, C->L.meta[i] + o);
-      bad |= _mm512_mask_cmplt_epu8_mask(mk, e, _mm512_set1_epi8(2)) | _mm512_mask_cmpgt_epu8_mask(mk, e, _mm512_set1_epi8((char)252));
-    }
-  return !bad;
+/* MXFP4's e8m0 scales of the call's panels (their valid columns) all in [2, 252]: folded into bf16
+ * weights, exactly. */
+MOE__AMX_FN int moe__amx_e8m0_foldable(const moe_gemm_args *g, const moe__amx_call *C, int gemm1) {
+  int ok = 1;
+  for (int i = 0; i < C->np; i++) {
+    const int32_t nv = gemm1 ? g->nr : g->nr - 32 * i < 32 ? g->nr - 32 * i : 32;
+    ok &= moe__e8m0_foldable(C->L.meta[i], moe__cdiv(g->kred, 32), nv);
+  }
+  return ok;
 }
 
 /* The end of the chunk that starts at step c0: KC steps, or the end of its scale group. */
@@ -562,7 +550,7 @@ MOE__AMX_FN int moe__amx_plan(moe__amx_call *C, moe_precision p, const moe_gemm_
   if (C->np == 1) C->codes[1] = C->codes[0];
   moe__tables_of(p, &C->tab);
   moe__lowbit_init(p, g, C->np, &C->tab, bufs[0].tot, &C->L);
-  if (p == MOE_PREC_MXFP4 && !moe__amx_e8m0_foldable(g, C)) return 0;
+  if (p == MOE_PREC_MXFP4 && !moe__amx_e8m0_foldable(g, C, gemm1)) return 0;
   C->pf = g->w_next, C->pf_end = g->w_next ? g->w_next + g->w_next_bytes : NULL;
   C->pf_lines = g->w_next ? (int)moe__cdiv((int64_t)(g->w_next_bytes / 64), C->steps * nb) : 0;
   C->own[0] = C->own[1] = NULL;

@@ -457,6 +457,33 @@ MOE__LOWBIT_UKERNELS(MOE__AVX512_BASE, bf16_mxfp4w, 4x32c2, 4x64c2, avx512fma, M
 MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni, MOE_PREC_INT4_W4A8, 0)
 #undef MOE__LOWBIT_UKERNELS
 
+/* np MXFP4 panels (panel_bytes apart, k padded to kpad; nv[i] valid columns in panel i) as bf16
+ * panels of layout (a), kpad * 64 bytes apart at dst, each e8m0 scale folded into its weights
+ * (moe__e8m0_foldable). The layer's folded path (moe__fold_policy). 0, dst unwritten, when a valid
+ * column's scale does not fold. */
+MOE__AVX512_BASE int moe__mxfp4_to_bf16_avx512(const uint8_t *w, size_t panel_bytes, int np, const int32_t *nv, int64_t kred,
+                                               int64_t kpad, uint8_t *dst) {
+  const size_t meta_at = moe__meta_offset(MOE_PREC_MXFP4, kpad);
+  __m512i table;
+  memcpy(&table, moe__e2m1_bf16, 64);
+  for (int i = 0; i < np; i++)
+    if (!moe__e8m0_foldable(w + (size_t)i * panel_bytes + meta_at, moe__cdiv(kred, 32), nv[i])) return 0;
+  for (int i = 0; i < np; i++) {
+    const uint8_t *codes = w + (size_t)i * panel_bytes, *meta = codes + meta_at;
+    uint8_t *out = dst + (size_t)i * (size_t)kpad * 64;
+    for (int64_t li0 = 0; li0 < kpad / 8; li0 += 4) { /* a group of 32 k: four line pairs of 8 k */
+      const __m512i adds[2] = {moe__e8m0_adds(meta + (size_t)(li0 / 4) * MOE_NR), moe__e8m0_adds(meta + (size_t)(li0 / 4) * MOE_NR + 16)};
+      for (int64_t li = li0; li < li0 + 4 && li < kpad / 8; li++)
+        for (int h = 0; h < 2; h++) { /* line h: columns 16h..16h+15 -> four bf16 lines of (a) */
+          const __m512i line = _mm512_load_si512(codes + 128 * (size_t)li + 64 * h);
+          for (int j = 0; j < 4; j++)
+            _mm512_store_si512(out + 128 * (size_t)(4 * li + j) + 64 * h, moe__e8m0_fold((__m512i)moe__b4_pair(line, j, table), adds[h]));
+        }
+    }
+  }
+  return 1;
+}
+
 /* ---- row operations around the GEMMs (quantize, convert), vectorized ---------------------------- */
 
 /* x / s without a division (r = 1 / s, rounded): y = x r, corrected once by the exact residual

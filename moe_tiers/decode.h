@@ -179,6 +179,31 @@ MOE__AVX2_INLINE void moe__i4_pair_avx2(const uint8_t *codes, int64_t i, int q, 
 static const uint16_t moe__e2m1_bf16[32] = {
     0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0,
     0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0, 0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0};
+/* Folding a scale into decoded bf16 words (the AMX tier and the AVX-512 folded path): e2m1 times
+ * 2^(e - 127) is its bf16 with (e - 127) << 7 added to every nonzero word, exact for e in [2, 252],
+ * where every product is a normal bf16. 1 when the scales of a panel's first nv columns (meta: ng
+ * groups of 32 bytes) all lie there; padded columns hold zero codes, whatever their scale. */
+MOE__AVX512_BASE MOE__INLINE int moe__e8m0_foldable(const uint8_t *meta, int64_t ng, int32_t nv) {
+  const uint64_t cols = nv >= 32 ? 0xFFFFFFFFu : ((uint64_t)1 << nv) - 1;
+  __mmask64 bad = 0;
+  for (int64_t g = 0; g < ng; g += 2) { /* two groups a load */
+    const __mmask64 mk = (__mmask64)(g + 1 < ng ? cols | cols << 32 : cols);
+    const __m512i x = _mm512_maskz_loadu_epi8(mk, meta + 32 * g);
+    bad |= _mm512_mask_cmplt_epu8_mask(mk, x, _mm512_set1_epi8(2)) | _mm512_mask_cmpgt_epu8_mask(mk, x, _mm512_set1_epi8((char)252));
+  }
+  return !bad;
+}
+/* The adds of the 16 columns' scales at e, in both words of a column's dword (layout (a)). */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__e8m0_adds(const uint8_t *e) {
+  const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)e);
+  const __m512i d = _mm512_and_si512(_mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(x), _mm512_set1_epi32(127)), 7),
+                                     _mm512_set1_epi32(0xFFFF));
+  return _mm512_or_si512(d, _mm512_slli_epi32(d, 16));
+}
+/* Decoded bf16 words v with the adds applied to the nonzero ones (±0 stays). */
+MOE__AVX512_BASE MOE__INLINE __m512i moe__e8m0_fold(__m512i v, __m512i adds) {
+  return _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x7FFF)), v, adds);
+}
 #endif
 #ifdef MOE__HAVE_AVX2
 /* e2m1 of pair i for the 8 columns 8q..8q+7 as f32: vpermps over the 8 magnitudes, bit 3 the sign. */

@@ -687,9 +687,9 @@ static void test_all_codes(const moe_gemm_config *k) {
   printf("%s: every code decodes exactly: %s\n", k->name, test_failures > before ? "FAILED" : "ok");
 }
 
-#ifdef MOE__HAVE_AMX
 /* Weight (row, k) of W13 (which 1) or W2 as the AMX tier stages it, before its group scale: FP8's
- * e4m3, INT4's q - zero, MXFP4's e2m1 x 2^e8m0 (folded); 0 past the reduction. */
+ * e4m3, INT4's q - zero, MXFP4's e2m1 x 2^e8m0 (folded, as the AVX-512 folded path decodes it too);
+ * 0 past the reduction. */
 static double staged_value(const kit_weights *kw, int which, int64_t row, int64_t k) {
   const moe_weights *w = &kw->w;
   const int64_t cols = which == 1 ? w->K : w->N, g = w->group ? w->group : 128;
@@ -703,6 +703,78 @@ static double staged_value(const kit_weights *kw, int which, int64_t row, int64_
   return nib - (which == 1 ? w->w13_zero : w->w2_zero)[row * ((cols + g - 1) / g) + k / g];
 }
 
+
+#ifdef MOE__HAVE_AVX512
+/* bf16 element (column c, k) of a decoded panel (layout (a), KR 2). */
+static double bf16_panel_at(const uint8_t *panel, int c, int64_t k) {
+  const uint8_t *t = panel + 128 * (size_t)(k / 2) + 64 * (size_t)(c / 16) + 4 * (size_t)(c % 16) + 2 * (size_t)(k % 2);
+  return orc_bf16((uint16_t)(t[0] | t[1] << 8));
+}
+/* The layer's folded path decodes (moe__mxfp4_to_bf16_avx512): W13's first gate and up panels and
+ * W2's last pair (one panel: K leaves 3) as bf16 panels, every weight e2m1 x 2^e8m0 exactly (scales
+ * 2 and 252 among them), zero past the reduction (K and N leave tails inside a line pair of 8 k and
+ * a scale group of 32), nothing written past them; a valid column's scale 1 or 253 returns 0 and
+ * writes nothing, a padded column's (zero codes) does not. Returns the panel sets checked. */
+static int test_mxfp4_fold(void) {
+  static const int64_t shapes[][2] = {{72, 70}, {40, 264}}; /* N, K */
+  int sets = 0, before = test_failures;
+  for (int si = 0; si < 2; si++) {
+    const int64_t N = shapes[si][0], K = shapes[si][1];
+    kit_weights kw;
+    moe_experts ex;
+    void *packed;
+    kit_weights_random_blocks(&kw, MOE_PREC_MXFP4, 1, N, K, 0, 0, 0, 4242 + (uint64_t)si, 0);
+    kw.x13[0] = 2, kw.x13[1] = 252, kw.x2[0] = 252, kw.x2[kw.m2.n_e8m0 - 1] = 2;
+    packed = kit_pack(&kw.w, &ex);
+    for (int which = 1; which <= 2; which++) {
+      const int64_t q = which == 1 ? 0 : (ex.panels2 - 1) / 2, kred = which == 1 ? K : N, kpad = which == 1 ? ex.k13_pad : ex.k2_pad;
+      const int np = which == 1 ? 2 : (int)(ex.panels2 - 2 * q);
+      const size_t pb = which == 1 ? ex.panel13_bytes : ex.panel2_bytes, out_bytes = (size_t)np * (size_t)kpad * 64;
+      uint8_t *w = (uint8_t *)(which == 1 ? ex.w13 : ex.w2) + 2 * (size_t)q * pb, *meta;
+      uint8_t *out = (uint8_t *)aligned_alloc(64, out_bytes + 64);
+      int32_t nv[2];
+      int bad = 0;
+      for (int i = 0; i < np; i++) {
+        const int64_t left = which == 1 ? N : K - 32 * (2 * q + i);
+        nv[i] = (int32_t)(left < 32 ? left : 32);
+      }
+      memset(out, 0xFF, out_bytes + 64);
+      CHECK(moe__mxfp4_to_bf16_avx512(w, pb, np, nv, kred, kpad, out) == 1, "mxfp4 fold gemm%d: scales in [2, 252] refused", which);
+      for (int i = 0; i < np; i++)
+        for (int c = 0; c < 32; c++)
+          for (int64_t k = 0; k < kpad; k++) {
+            const int64_t row = which == 1 ? i * N + c : 32 * (2 * q + i) + c;
+            const double want = c < nv[i] ? staged_value(&kw, which, row, k) : 0.0;
+            bad += bf16_panel_at(out + (size_t)i * (size_t)kpad * 64, c, k) != want;
+          }
+      for (size_t o = out_bytes; o < out_bytes + 64; o++) bad += out[o] != 0xFF;
+      CHECK(bad == 0, "mxfp4 fold N %lld K %lld gemm%d: %d bytes or weights wrong", (long long)N, (long long)K, which, bad);
+      meta = w + (size_t)(np - 1) * pb + moe__meta_offset(MOE_PREC_MXFP4, kpad);
+      for (int v = 0; v < 2; v++) { /* an unfoldable scale in a valid column: refused, nothing written */
+        const uint8_t keep = meta[nv[np - 1] - 1];
+        meta[nv[np - 1] - 1] = v ? 253 : 1;
+        memset(out, 0xFF, out_bytes);
+        CHECK(moe__mxfp4_to_bf16_avx512(w, pb, np, nv, kred, kpad, out) == 0, "mxfp4 fold gemm%d: scale %d folded", which, v ? 253 : 1);
+        for (size_t o = 0; o < out_bytes; o++) bad += out[o] != 0xFF;
+        meta[nv[np - 1] - 1] = keep;
+      }
+      if (nv[np - 1] < 32) { /* a padded column's scale is not looked at */
+        meta[31] = 0;
+        CHECK(moe__mxfp4_to_bf16_avx512(w, pb, np, nv, kred, kpad, out) == 1, "mxfp4 fold gemm%d: a padded column's scale refused", which);
+      }
+      CHECK(bad == 0, "mxfp4 fold gemm%d: a refused call wrote %d bytes", which, bad);
+      free(out);
+      sets++;
+    }
+    kit_weights_free(&kw);
+    free(packed);
+  }
+  printf("mxfp4 folded decode: %d panel sets checked: %s\n", sets, test_failures > before ? "FAILED" : "ok");
+  return sets;
+}
+#endif
+
+#ifdef MOE__HAVE_AMX
 /* Weights of the chunk of n steps from step c0 that differ from buffer `b`'s B tiles of C. */
 static int staged_chunk_errors(const moe__amx_call *C, const kit_weights *kw, int which, int b, int64_t c0, int n) {
   const int a8 = moe__is_a8(kw->w.precision), per_row = a8 ? 64 : 32, elt = a8 ? 1 : 2;
@@ -915,6 +987,7 @@ int main(int argc, char **argv) {
 #ifdef MOE__HAVE_AVX512
   test_tile_heights();
   test_prefetch_spread();
+  if ((moe_cpu_features() & MOE__F_AVX512) == MOE__F_AVX512) test_mxfp4_fold();
 #endif
   vector_rows = test_row_ops();
   test_quantize_division(61, only);

@@ -821,6 +821,30 @@ static void test_inplace_chunks(void) {
   }
 }
 
+/* ---- 8. MXFP4's folded path (moe__fold_policy: many rows per expert on the AVX-512 tier) -------------
+ * K and N tails, a shared expert, and one expert with a scale that does not fold in its first gate
+ * panel and in a W2 panel: those pairs run the MXFP4 kernel inside the same call. Every dtype, chunks
+ * of 50 tokens bitwise equal to one chunk. */
+static void test_folded(void) {
+  uint64_t seed = 8000;
+  layer L;
+  orc_spec s = spec_of(MOE_PREC_MXFP4, 3, 72, 70, 1, seed++);
+  if (!moe_precision_compiled(MOE_PREC_MXFP4)) return;
+  layer_make(&L, &s, 40, 0, 0);
+  L.p.x8[0][(1 * 2 * 72 + 3) * 3] = 1;   /* expert 1, W13 row 3 (gate panel 0), group 0 */
+  L.p.x8[1][(1 * 70 + 40) * 3 + 1] = 0;  /* expert 1, W2 row 40 (panel 1 of pair 0), group 1 */
+  free(L.buf);
+  L.ok = pack_one(&L.lw, &L.ex, &L.buf);
+  for (int t = 0; t < 3; t++) {
+    call_spec c = call_of((moe_dtype)t, 200, 2, (moe_activation)t, seed++, "folded, scales that do not fold, chunks of 50");
+    c.shared = t == 2 ? 2 : 1;
+    c.chunk = 50;
+    c.chunk_check = 1;
+    run_call(&L, &c);
+  }
+  layer_free(&L);
+}
+
 static void print_table(const char *title, double err[MOE_PREC_COUNT][3]) {
   printf("# %s: max rel_err per precision (bf16 / fp16 / f32 out), then the tolerances\n", title);
   for (int pi = 0; pi < N_PREC; pi++)
@@ -862,7 +886,8 @@ int main(int argc, char **argv) {
     test_tails();
     test_ep();
     test_inplace_chunks();
-    fprintf(stderr, ", tails/ep/in place/chunks %.1f s\n", now_s() - t);
+    test_folded();
+    fprintf(stderr, ", tails/ep/in place/chunks/folded %.1f s\n", now_s() - t);
     print_table(moe_isa_name((moe_isa)isa), max_err);
     for (int p = 0; p < MOE_PREC_COUNT; p++)
       for (int d = 0; d < 3; d++)
