@@ -150,7 +150,7 @@ static inline void moe__emu_dpbusd(int c, int a, int b) {
  * next group's first pass (there, not in one run between the chunks: at M = 2048 the layer's FP8 and
  * INT4 calls 5-16 % faster). bf16, int8 and MXFP4 have one
  * group: MXFP4's e8m0 scale is folded into the decoded bf16 weights, which is exact for a power of
- * two in bf16's normal range (calls with a scale outside it run the AVX-512 kernel). */
+ * two in bf16's normal range (calls with a valid column's scale outside it run the AVX-512 kernel). */
 /* k steps per chunk. A chunk's A tiles (8 KB) and two chunks of B tiles (2 x 16 KB) stay in L1: a
  * call keeps ~42 KB of state on the stack. */
 #define MOE__AMX_KC 4
