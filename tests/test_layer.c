@@ -822,9 +822,9 @@ static void test_inplace_chunks(void) {
 }
 
 /* ---- 8. MXFP4's folded path (moe__fold_policy: many rows per expert on the AVX-512 tier) -------------
- * K and N tails, a shared expert, and one expert with a scale that does not fold in its first gate
- * panel and in a W2 panel: those pairs run the MXFP4 kernel inside the same call. Every dtype, chunks
- * of 50 tokens bitwise equal to one chunk. */
+ * K and N tails, a shared expert (also alone: moe_shared_expert), and one expert with a scale that
+ * does not fold in its first gate panel and in a W2 panel: those pairs run the MXFP4 kernel inside the
+ * same call. Every dtype, chunks of 50 tokens bitwise equal to one chunk. */
 static void test_folded(void) {
   uint64_t seed = 8000;
   layer L;
@@ -838,6 +838,7 @@ static void test_folded(void) {
   for (int t = 0; t < 3; t++) {
     call_spec c = call_of((moe_dtype)t, 200, 2, (moe_activation)t, seed++, "folded, scales that do not fold, chunks of 50");
     c.shared = t == 2 ? 2 : 1;
+    c.shared_api = t == 0; /* moe_shared_expert: one expert of 200 rows, folded too */
     c.chunk = 50;
     c.chunk_check = 1;
     run_call(&L, &c);
