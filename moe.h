@@ -281,16 +281,21 @@ static inline size_t moe__amx_slot_bytes(void) {
 }
 
 /* The folded path (moe__fold_policy) runs the experts' region on at most MOE__FOLD_SLOTS workers,
- * each with one expert's decoded panel pair in the workspace: the larger of GEMM1's gate and up
- * panels and GEMM2's two, routed or shared (Qwen3-30B-A3B: 256 KB). The workers past them take
- * no items, so the bits stay the same for any thread count; only slots in use are touched. */
+ * each with one expert's decoded panel pair in the workspace: the largest of the GEMMs that fold
+ * (moe__fold_bytes), routed or shared (Qwen3-30B-A3B: 256 KB). The workers past them take no
+ * items, so the bits stay the same for any thread count; only slots in use are touched. 0 when no
+ * GEMM folds. */
 #ifndef MOE__FOLD_SLOTS
 #define MOE__FOLD_SLOTS 128
 #endif
 static inline size_t moe__fold_pair_bytes(const moe__layer *L) {
-  int64_t k = L->ex->k13_pad > L->ex->k2_pad ? L->ex->k13_pad : L->ex->k2_pad;
-  if (L->sh) k = k > L->sh->k13_pad ? k : L->sh->k13_pad, k = k > L->sh->k2_pad ? k : L->sh->k2_pad;
-  return L->fold ? 2 * (size_t)k * 64 : 0; /* a decoded panel: kpad / 2 lines of 128 bytes */
+  const moe_experts *xs[2] = {L->ex, L->sh};
+  size_t most = 0;
+  for (int i = 0; i < 2 && xs[i]; i++) {
+    const size_t b1 = moe__fold_bytes(xs[i]->k13_pad), b2 = moe__fold_bytes(xs[i]->k2_pad);
+    most = b1 > most ? b1 : most, most = b2 > most ? b2 : most;
+  }
+  return most;
 }
 
 /* W4A8's zero points need each u8 row's sums per k group: the layer makes them once per row
@@ -332,7 +337,7 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[15] = (size_t)w.amx_slots * moe__amx_slot_bytes();
   sz[16] = (size_t)mc * (size_t)moe__x_groups(L) * 4;
   sz[17] = (size_t)cap * (size_t)moe__h_groups(L) * 4;
-  sz[18] = MOE__FOLD_SLOTS * moe__fold_pair_bytes(L);
+  sz[18] = L->fold ? MOE__FOLD_SLOTS * moe__fold_pair_bytes(L) : 0;
   for (int i = 0; i < 19; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
@@ -370,7 +375,7 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->h_gsum = L->h_ng ? (int32_t *)b : NULL, b += w->h_gsum;
   L->fold_scratch = w->fold ? b : NULL;
   L->fold_slots = w->fold ? MOE__FOLD_SLOTS : 0;
-  L->fold_bytes = moe__fold_pair_bytes(L);
+  L->fold_bytes = L->fold ? moe__fold_pair_bytes(L) : 0;
 }
 
 /* Experts in the whole model: n_global with an expert map (0 means E), else the local E. */
@@ -408,9 +413,10 @@ static inline moe_status moe__resolve(moe__layer *L, const moe_experts *ex, cons
   L->kern = moe__tier_policy(ex->precision, shared_only ? c->M : c->M * c->topk,
                              shared_only ? 1 : moe__n_global(c, ex->E), &L->kern_small);
   if (!L->kern) return MOE_ERR_UNSUPPORTED;
-  L->fold = moe__fold_policy(L->kern, shared_only ? c->M : c->M * c->topk, shared_only ? 1 : moe__n_global(c, ex->E));
   L->ex = ex;
   L->sh = sh;
+  L->fold = moe__fold_policy(L->kern, shared_only ? c->M : c->M * c->topk, shared_only ? 1 : moe__n_global(c, ex->E));
+  if (!moe__fold_pair_bytes(L)) L->fold = NULL;
   L->call = c;
   L->p = ex->precision;
   L->a8 = moe__is_a8(ex->precision);
@@ -802,12 +808,13 @@ static inline void moe__busy(moe__layer *L, int kind, int64_t *t) {
 }
 
 /* GEMM1 of group gi's blocks over h panel p on the folded path: the expert's gate and up panels
- * decoded into the worker's scratch once, then every block on the dense kernel. 0 when their scales
- * do not fold (the blocks then run the MXFP4 kernel). */
+ * decoded into the worker's scratch once, then every block on the dense kernel. 0 when the pair or
+ * its scales do not fold (moe__fold_bytes, moe__e8m0_foldable): the blocks then run the MXFP4 kernel. */
 static inline int moe__gemm1_folded(const moe__layer *L, int64_t gi, int64_t p, int64_t next_p, uint8_t *fold) {
   int64_t e;
   const moe_experts *X = moe__block_experts(L, L->group_first[gi], &e);
   const int32_t nv = (int32_t)(X->N - p * MOE_NR < MOE_NR ? X->N - p * MOE_NR : MOE_NR), nvs[2] = {nv, nv};
+  if (!moe__fold_bytes(X->k13_pad)) return 0;
   if (nv <= 0) return 1; /* past this expert's N: nothing to do */
   if (!moe__fold_panels(X->w13 + (size_t)(e * X->panels13 + 2 * p) * X->panel13_bytes, X->panel13_bytes, 2, nvs, X->K, X->k13_pad, fold))
     return 0;
@@ -827,6 +834,7 @@ static inline int moe__gemm2_folded(const moe__layer *L, int64_t gi, int64_t q, 
   const moe_experts *X = moe__block_experts(L, L->group_first[gi], &e);
   const int64_t left = X->K - 2 * q * MOE_NR; /* valid columns from this pair on */
   const int32_t nvs[2] = {(int32_t)(left < MOE_NR ? left : MOE_NR), (int32_t)(left - MOE_NR < MOE_NR ? left - MOE_NR : MOE_NR)};
+  if (!moe__fold_bytes(X->k2_pad)) return 0;
   if (!moe__fold_panels(X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes, X->panel2_bytes, nvs[1] > 0 ? 2 : 1, nvs,
                         X->N, X->k2_pad, fold))
     return 0;

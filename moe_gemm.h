@@ -1422,6 +1422,17 @@ static inline const moe_gemm_config *moe__fold_policy(const moe_gemm_config *ker
 #endif
   return NULL;
 }
+/* Bytes of a GEMM's decoded panel pair on the folded path (reduction padded to kpad), or 0 when it
+ * does not fold: the pair must stay in L2 (Zen 4/5: 1 MB) beside the codes streaming in. Zen 5:
+ * DeepSeek-V3's GEMM1 pair of 917 KB ran in 0.90 of the time, Llama-4-Scout's GEMM2 pair of 1 MB in
+ * 1.0, Mixtral's of 1.8 MB in 1.0-1.17 (bench/RESULTS.md, twenty-eighth sitting). */
+#ifndef MOE__FOLD_MAX_BYTES
+#define MOE__FOLD_MAX_BYTES (960 << 10)
+#endif
+static inline size_t moe__fold_bytes(int64_t kpad) {
+  const size_t b = 2 * (size_t)kpad * 64; /* two panels of kpad / 2 lines of 128 bytes */
+  return b <= MOE__FOLD_MAX_BYTES ? b : 0;
+}
 /* np MXFP4 panels to the folded path's bf16 panels (moe__mxfp4_to_bf16_avx512); 0 when not folded. */
 static inline int moe__fold_panels(const uint8_t *w, size_t panel_bytes, int np, const int32_t *nv, int64_t kred, int64_t kpad,
                                    uint8_t *dst) {

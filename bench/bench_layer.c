@@ -479,8 +479,10 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
   json_str(&j, "dot", cr->dot);
   print_scales(&j, &cr->w);
   json_int(&j, "M", c->M), json_int(&j, "E", cr->w.E), json_int(&j, "topk", c->topk);
-  /* MXFP4 on the dense bf16 kernel over panels decoded once per expert (moe__fold_policy) */
-  json_bool(&j, "folded", moe__fold_policy(moe_gemm_select(cr->w.p), c->M * c->topk, cr->w.E) != NULL);
+  /* MXFP4 on the dense bf16 kernel over panels decoded once per expert (moe__fold_policy), in a GEMM at least */
+  json_bool(&j, "folded", moe__fold_policy(moe_gemm_select(cr->w.p), c->M * c->topk, cr->w.E) &&
+                              (moe__fold_bytes((int64_t)moe__round_up((size_t)c->K, 8)) ||
+                               moe__fold_bytes((int64_t)moe__round_up((size_t)b->opt->shape.N, 8))));
   json_int(&j, "N", b->opt->shape.N), json_int(&j, "K", c->K);
   if (cr->E_model != cr->w.E) json_int(&j, "E_model", cr->E_model);
   json_int(&j, "threads", b->opt->threads);

@@ -824,7 +824,8 @@ static void test_inplace_chunks(void) {
 /* ---- 8. MXFP4's folded path (moe__fold_policy: many rows per expert on the AVX-512 tier) -------------
  * K and N tails, a shared expert (also alone: moe_shared_expert), and one expert with a scale that
  * does not fold in its first gate panel and in a W2 panel: those pairs run the MXFP4 kernel inside the
- * same call. Every dtype, chunks of 50 tokens bitwise equal to one chunk. */
+ * same call. Every dtype, chunks of 50 tokens bitwise equal to one chunk. On the AVX-512 tier also a K
+ * whose GEMM1 pair is too large to fold (moe__fold_bytes) beside a GEMM2 that folds. */
 static void test_folded(void) {
   uint64_t seed = 8000;
   layer L;
@@ -844,6 +845,13 @@ static void test_folded(void) {
     run_call(&L, &c);
   }
   layer_free(&L);
+  if (moe_get_isa() == MOE_ISA_AVX512) { /* K 7690: GEMM1's pair (985 KB) is over MOE__FOLD_MAX_BYTES, GEMM2's folds */
+    s = spec_of(MOE_PREC_MXFP4, 2, 40, 7690, 1, seed++);
+    layer_make(&L, &s, 0, 0, 0);
+    call_spec c = call_of(MOE_F32, 70, 1, MOE_ACT_SILU, seed++, "folded GEMM2 only (GEMM1's pair over the cap)");
+    run_call(&L, &c);
+    layer_free(&L);
+  }
 }
 
 static void print_table(const char *title, double err[MOE_PREC_COUNT][3]) {
