@@ -827,13 +827,14 @@ static void test_inplace_chunks(void) {
  * same call. Every dtype, chunks of 50 tokens bitwise equal to one chunk. On the AVX-512 tier also a K
  * whose GEMM1 pair is too large to fold (moe__fold_bytes) beside a GEMM2 that folds. */
 static void test_folded(void) {
+  enum { N = 72, K = 70, G13 = (K + 31) / 32, G2 = (N + 31) / 32 }; /* e8m0 groups per row of W13, W2 */
   uint64_t seed = 8000;
   layer L;
-  orc_spec s = spec_of(MOE_PREC_MXFP4, 3, 72, 70, 1, seed++);
+  orc_spec s = spec_of(MOE_PREC_MXFP4, 3, N, K, 1, seed++);
   if (!moe_precision_compiled(MOE_PREC_MXFP4)) return;
   layer_make(&L, &s, 40, 0, 0);
-  L.p.x8[0][(1 * 2 * 72 + 3) * 3] = 1;   /* expert 1, W13 row 3 (gate panel 0), group 0 */
-  L.p.x8[1][(1 * 70 + 40) * 3 + 1] = 0;  /* expert 1, W2 row 40 (panel 1 of pair 0), group 1 */
+  L.p.x8[0][(1 * 2 * N + 3) * G13] = 1;  /* expert 1, W13 row 3 (gate panel 0), group 0 */
+  L.p.x8[1][(1 * K + 40) * G2 + 1] = 0;  /* expert 1, W2 row 40 (panel 1 of pair 0), group 1 */
   free(L.buf);
   L.ok = pack_one(&L.lw, &L.ex, &L.buf);
   for (int t = 0; t < 3; t++) {
