@@ -1400,12 +1400,12 @@ static inline const moe_gemm_config *moe__tier_policy(moe_precision p, int64_t s
  * dense bf16 kernel over them: no decoder and no scale group's end in the tiles, one f32 chain per
  * output through all of K. Its bits differ from the grouped kernel's, so the layer chooses once per
  * call, from the average rows per expert (slots / experts against MOE__FOLD_MIN_ROWS), as it
- * chooses AMX; below it the decode of a whole pair costs more than it saves (Zen 5, Qwen3-30B-A3B:
- * 16 rows 1.0-1.1x the time, 24 rows 0.94-1.01x, 32 rows 0.92x, 128 rows 0.90x; bench/RESULTS.md,
- * twenty-eighth sitting). Only where the MXFP4 kernel is the vdpbf16ps one (Zen 4/5; Intel's cores
+ * chooses AMX; below it the decode of a whole pair costs more than it saves (Zen 5, Qwen3-30B-A3B
+ * and gpt-oss-20b: 16 rows 1.03-1.05x the time, 20 rows 1.00x, 24 rows 0.94-0.96x, 32 rows 0.92x,
+ * 128 rows 0.89x; bench/RESULTS.md, twenty-eighth sitting). Only where the MXFP4 kernel is the vdpbf16ps one (Zen 4/5; Intel's cores
  * run the f32 one and AMX decodes in its own way). The dense kernels, or NULL. */
 #ifndef MOE__FOLD_MIN_ROWS
-#define MOE__FOLD_MIN_ROWS 32
+#define MOE__FOLD_MIN_ROWS 24
 #endif
 static inline const moe_gemm_config *moe__fold_policy(const moe_gemm_config *kern, int64_t slots, int64_t experts) {
 #if defined(MOE__HAVE_AVX512) && MOE__ON_MXFP4
