@@ -807,6 +807,10 @@ static inline void moe__busy(moe__layer *L, int kind, int64_t *t) {
   *t = now;
 }
 
+/* A block's call pointed at the worker's decoded bf16 panels (kpad * 64 bytes apart, one group). */
+static inline void moe__folded_args(moe_gemm_args *g, uint8_t *fold, int64_t kpad) {
+  g->w = fold, g->panel_bytes = (size_t)kpad * 64, g->kgroup = 0;
+}
 /* GEMM1 of group gi's blocks over h panel p on the folded path: the expert's gate and up panels
  * decoded into the worker's scratch once, then every block on the dense kernel. 0 when the pair or
  * its scales do not fold (moe__fold_bytes, moe__e8m0_foldable): the blocks then run the MXFP4 kernel. */
@@ -822,7 +826,7 @@ static inline int moe__gemm1_folded(const moe__layer *L, int64_t gi, int64_t p, 
     moe__rows R;
     moe_gemm_args g;
     if (!moe__gemm1_args(L, b, p, next_p, &g, &R)) continue;
-    g.w = fold, g.panel_bytes = (size_t)X->k13_pad * 64, g.kgroup = 0;
+    moe__folded_args(&g, fold, X->k13_pad);
     L->fold->gemm1(&g);
   }
   return 1;
@@ -842,7 +846,7 @@ static inline int moe__gemm2_folded(const moe__layer *L, int64_t gi, int64_t q, 
     moe__rows R;
     moe_gemm_args g;
     moe__gemm2_args(L, b, q, next, next_bytes, &g, &R);
-    g.w = fold, g.panel_bytes = (size_t)X->k2_pad * 64, g.kgroup = 0;
+    moe__folded_args(&g, fold, X->k2_pad);
     L->fold->gemm2(&g);
   }
   return 1;

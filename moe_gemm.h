@@ -1288,7 +1288,6 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
    "moe_" #fam "_gemm_ukernel_" #tile1 "__" #sfx, prec, mr, nr, kr, mr2, nr2,                                     \
    "moe_" #fam "_gemm1_ukernel_" #tile1 "__" #sfx, "moe_" #fam "_gemm2_ukernel_" #tile2 "__" #sfx, dot},
 static const moe_gemm_config moe__kernels[] = {MOE__KERNEL_LIST(MOE__KERNEL_ROW)};
-#undef MOE__KERNEL_ROW
 
 MOE_API int moe_kernel_count(void) { return (int)(sizeof moe__kernels / sizeof moe__kernels[0]); }
 
@@ -1402,21 +1401,18 @@ static inline const moe_gemm_config *moe__tier_policy(moe_precision p, int64_t s
  * call, from the average rows per expert (slots / experts against MOE__FOLD_MIN_ROWS), as it
  * chooses AMX; below it the decode of a whole pair costs more than it saves (Zen 5, Qwen3-30B-A3B
  * and gpt-oss-20b: 16 rows 1.03-1.05x the time, 20 rows 1.00x, 24 rows 0.94-0.96x, 32 rows 0.92x,
- * 128 rows 0.89x; bench/RESULTS.md, twenty-eighth sitting). Only where the MXFP4 kernel is the vdpbf16ps one (Zen 4/5; Intel's cores
- * run the f32 one and AMX decodes in its own way). The dense kernels, or NULL. */
+ * 128 rows 0.89x; bench/RESULTS.md, twenty-eighth sitting). Only where the MXFP4 kernel is the
+ * vdpbf16ps one (Zen 4/5; Intel's cores run the f32 one and AMX decodes in its own way). The dense
+ * kernels (the list's bf16 row, also where MOE_NO_BF16 leaves it out of the list), or NULL. */
 #ifndef MOE__FOLD_MIN_ROWS
 #define MOE__FOLD_MIN_ROWS 24
 #endif
 static inline const moe_gemm_config *moe__fold_policy(const moe_gemm_config *kern, int64_t slots, int64_t experts) {
 #if defined(MOE__HAVE_AVX512) && MOE__ON_MXFP4
-  static const moe_gemm_config dense = {moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16,
-                                        moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16,
-                                        MOE__F_AVX512_BF16, MOE_ISA_AVX512, "moe_bf16_bf16w_gemm_ukernel_5x32c2__avx512bf16",
-                                        MOE_PREC_BF16, 5, 32, 2, 5, 64,
-                                        "moe_bf16_bf16w_gemm1_ukernel_5x32c2__avx512bf16",
-                                        "moe_bf16_bf16w_gemm2_ukernel_5x64c2_12x32c2__avx512bf16", "vdpbf16ps"};
+  static const moe_gemm_config dense[] = {MOE__KERNEL_ROW(MOE_PREC_BF16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2,
+                                                         avx512bf16, 5, 32, 2, 5, 64, MOE__F_AVX512_BF16, "vdpbf16ps")};
   if (kern && kern->gemm1 == moe_bf16_mxfp4w_gemm1_ukernel_4x32c2__avx512bf16 && slots >= MOE__FOLD_MIN_ROWS * experts)
-    return &dense;
+    return dense;
 #else
   (void)kern, (void)slots, (void)experts;
 #endif
