@@ -280,14 +280,43 @@ static inline size_t moe__amx_slot_bytes(void) {
 #endif
 }
 
-/* The folded path (moe__fold_policy) runs the experts' region on at most MOE__FOLD_SLOTS workers,
- * each with one expert's decoded panel pair in the workspace: the largest of the GEMMs that fold
+/* CPUs this process may run on as the first thread to ask sees them (Linux: sched_getaffinity,
+ * syscall 204), counted once, so that a workspace size and its use agree; 0 where unknown. */
+static inline int64_t moe__cpus(void) {
+#if defined(__linux__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static int64_t cached = -1;
+  int64_t n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (n < 0) {
+    uint64_t mask[128]; /* up to 8192 CPUs; the kernel writes `ret` bytes of it */
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(204L), "D"(0L), "S"((long)sizeof mask), "d"(mask) : "rcx", "r11", "memory");
+    n = 0;
+    for (long i = 0; i < ret / 8; i++) n += __builtin_popcountll(mask[i]);
+    __atomic_store_n(&cached, n, __ATOMIC_RELAXED);
+  }
+  return n;
+#else
+  return 0;
+#endif
+}
+
+/* The folded path (moe__fold_policy) runs the experts' region on the workers that own one of the
+ * workspace's fold slots, each an expert's decoded panel pair: the largest of the GEMMs that fold
  * (moe__fold_bytes), routed or shared (Qwen3-30B-A3B: 256 KB). The workers past them take no
- * items, so the bits stay the same for any thread count; only slots in use are touched. 0 when no
- * GEMM folds. */
+ * items, so the bits stay the same for any thread count; only slots in use are touched. There are
+ * MOE__FOLD_SLOTS (128), or a slot per CPU where the process may run on more (a thread past the
+ * CPUs finds none free to run on anyway), so no CPU idles on a large server; a build may leave the
+ * CPUs out (MOE__FOLD_SLOTS_PER_CPU 0: test_determinism's idle workers on any machine). */
 #ifndef MOE__FOLD_SLOTS
 #define MOE__FOLD_SLOTS 128
 #endif
+#ifndef MOE__FOLD_SLOTS_PER_CPU
+#define MOE__FOLD_SLOTS_PER_CPU 1
+#endif
+static inline int64_t moe__fold_slots(void) {
+  const int64_t cpus = MOE__FOLD_SLOTS_PER_CPU ? moe__cpus() : 0;
+  return cpus > MOE__FOLD_SLOTS ? cpus : MOE__FOLD_SLOTS;
+}
 static inline size_t moe__fold_pair_bytes(const moe__layer *L) {
   const moe_experts *xs[2] = {L->ex, L->sh};
   size_t most = 0;
@@ -337,7 +366,8 @@ static inline moe__ws_plan moe__plan_ws(const moe__layer *L, int64_t mc) {
   sz[15] = (size_t)w.amx_slots * moe__amx_slot_bytes();
   sz[16] = (size_t)mc * (size_t)moe__x_groups(L) * 4;
   sz[17] = (size_t)cap * (size_t)moe__h_groups(L) * 4;
-  sz[18] = L->fold ? MOE__FOLD_SLOTS * moe__fold_pair_bytes(L) : 0;
+  sz[18] = 0;
+  if (L->fold && !moe__mul_ok((size_t)moe__fold_slots(), moe__fold_pair_bytes(L), &sz[18])) return w;
   for (int i = 0; i < 19; i++) {
     sz[i] = moe__round_up(sz[i], 64);
     if (!moe__add_ok(t, sz[i], &t)) return w;
@@ -374,7 +404,7 @@ static inline void moe__carve(moe__layer *L, const moe__ws_plan *w, void *ws) {
   L->x_gsum = L->x_ng ? (int32_t *)b : NULL, b += w->x_gsum;
   L->h_gsum = L->h_ng ? (int32_t *)b : NULL, b += w->h_gsum;
   L->fold_scratch = w->fold ? b : NULL;
-  L->fold_slots = w->fold ? MOE__FOLD_SLOTS : 0;
+  L->fold_slots = w->fold ? moe__fold_slots() : 0;
   L->fold_bytes = L->fold ? moe__fold_pair_bytes(L) : 0;
 }
 
