@@ -3,7 +3,6 @@
  * Qwen-like small shape (E 32, topk 8, N 64, K 128, a gated shared expert of N 80, biases), every ISA tier
  * the machine has; the reference run (serial, one chunk) is also checked against the float64 oracle. */
 #define ORC_WANT_POOL /* oracle.h: the pthread pool */
-#define MOE__FOLD_SLOTS 3 /* MXFP4's folded path on 3 workers: the 7-thread runs leave 4 without items */
 #include "../moe.h"
 #include "test_util.h"
 #include "oracle.h"
@@ -149,8 +148,10 @@ static void test_precision(moe_precision p, moe_dtype t, uint64_t seed, int omp)
 /* Many rows per expert: 300 tokens, top-1 over two experts, 280 of them on expert 0 (nine blocks).
  * On the AMX tier a worker with scratch in the workspace runs them in calls of up to MOE__AMX_NB
  * blocks (8: 5 + 4), the others in calls of MOE__AMX_NB_STACK; MXFP4 on the AVX-512 tier takes the
- * folded path: whatever the threads and chunks, the bits are the same. */
+ * folded path: whatever the threads and chunks, the bits are the same. (Its workers past the fold
+ * slots: test_kernels.) */
 #define MR_M 300
+#define MR_K 1000 /* sums long enough to round: MXFP4's folded chain and its grouped sums differ */
 static void test_many_rows(moe_precision p, uint64_t seed) {
   static const int threads[] = {2, 7};
   static const int64_t chunks[] = {0, 0, 37};
@@ -160,17 +161,17 @@ static void test_many_rows(moe_precision p, uint64_t seed) {
   moe_call c;
   float tw[MR_M];
   int32_t ids[MR_M];
-  size_t bytes = 2 * MR_M * K_, n;
+  size_t bytes = 2 * MR_M * MR_K, n;
   kit_rng r = {seed};
   void *buf, *x, *ref_out = test_malloc(bytes), *out = test_malloc(bytes);
   orc_pool one;
   memset(&s, 0, sizeof s);
-  s.prec = p, s.E = 2, s.N = N_, s.K = K_, s.bias = 1, s.seed = seed;
+  s.prec = p, s.E = 2, s.N = N_, s.K = MR_K, s.bias = 1, s.seed = seed;
   orc_plain_make(&pl, &s);
   n = moe_pack_size(&pl.w);
   buf = test_malloc(n ? n : 1);
   CHECK(moe_pack(&pl.w, &ex, buf, n) == MOE_OK, "pack");
-  x = orc_make_x(MOE_BF16, MR_M, K_, K_, &r);
+  x = orc_make_x(MOE_BF16, MR_M, MR_K, MR_K, &r);
   for (int m = 0; m < MR_M; m++) ids[m] = m % 15 == 0, tw[m] = (float)(0.5 + kit_uniform(&r));
   memset(&c, 0, sizeof c);
   c.x = x, c.dtype = MOE_BF16, c.M = MR_M, c.topk = 1, c.topk_weights = tw, c.topk_ids = ids;

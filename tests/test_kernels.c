@@ -16,11 +16,15 @@
  * precision with no fast kernel compiled in still runs its scalar kernel over the sweep (all of the
  * block written, finite, nothing outside it, the same bits twice): that checks the data and the
  * harness, it is not counted as a tested kernel. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT: the fold slots' CPU count against glibc's */
+#define MOE__FOLD_SLOTS 3 /* MXFP4's folded path on 3 workers whatever the CPUs (test_fold_workers) */
+#define MOE__FOLD_SLOTS_PER_CPU 0
 #define MOE_IMPLEMENTATION
 #include "../moe.h"
-#include "oracle.h"
 #include "test_util.h"
+#include "oracle.h" /* after test_util.h: its layer helpers (orc_plain_make) too */
 
+#include <sched.h>
 #include <time.h>
 
 /* ---- data: one layout of a precision's scale blocks, one packed expert ------------------------- */
@@ -774,6 +778,58 @@ static int test_mxfp4_fold(void) {
 }
 #endif
 
+/* A pool that runs the tasks one after another, the last first: the layer's workers past the fold
+ * slots claim items before any worker with a slot starts. */
+static void serial_reversed(void *pool, void (*fn)(void *arg, int64_t i), void *arg, int64_t n) {
+  (void)pool;
+  for (int64_t i = n - 1; i >= 0; i--) fn(arg, i);
+}
+/* The folded path's workers past the slots (3 here) take no items: MXFP4 over 2 experts with 150 rows
+ * each, 7 workers run last first, bitwise the 1-worker run (K 1000: sums that round, so the grouped
+ * kernel's bits would differ). And moe__cpus (a raw syscall) against glibc's count. */
+static void test_fold_workers(void) {
+  enum { M = 300, N = 64, K = 1000 };
+  const moe_parallel one = {serial_reversed, NULL, 1}, seven = {serial_reversed, NULL, 7};
+  const moe_parallel *pars[2] = {&one, &seven};
+  const size_t bytes = 2 * (size_t)M * K;
+  orc_spec s;
+  orc_plain pl;
+  moe_experts ex;
+  moe_call c;
+  kit_rng r = {77};
+  float tw[M];
+  int32_t ids[M];
+  void *out[2], *buf, *x;
+  size_t n, wsb = 0;
+  cpu_set_t set;
+  const int64_t cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+  CHECK(moe__cpus() == cpus, "moe__cpus %lld, sched_getaffinity %lld", (long long)moe__cpus(), (long long)cpus);
+  if (!moe_precision_compiled(MOE_PREC_MXFP4)) return;
+  memset(&s, 0, sizeof s);
+  s.prec = MOE_PREC_MXFP4, s.E = 2, s.N = N, s.K = K, s.seed = 78;
+  orc_plain_make(&pl, &s);
+  n = moe_pack_size(&pl.w);
+  buf = test_malloc(n);
+  CHECK(moe_pack(&pl.w, &ex, buf, n) == MOE_OK, "fold workers: pack");
+  x = orc_make_x(MOE_BF16, M, K, K, &r);
+  for (int m = 0; m < M; m++) ids[m] = m & 1, tw[m] = (float)(0.5 + kit_uniform(&r));
+  memset(&c, 0, sizeof c);
+  c.x = x, c.dtype = MOE_BF16, c.M = M, c.topk = 1, c.topk_weights = tw, c.topk_ids = ids;
+  CHECK(moe_workspace_size(&ex, &c, &wsb) == MOE_OK, "fold workers: workspace size");
+  for (int i = 0; i < 2; i++) {
+    void *ws = test_malloc(wsb);
+    out[i] = test_malloc(bytes);
+    test_poison(out[i], bytes);
+    c.out = out[i];
+    CHECK(moe_fused_experts(&ex, &c, ws, wsb, pars[i]) == MOE_OK, "fold workers: %d workers", pars[i]->n_threads);
+    free(ws);
+  }
+  CHECK(memcmp(out[0], out[1], bytes) == 0, "fold workers: 7 workers past 3 slots differ from 1 worker");
+  printf("folded path, 7 workers on 3 slots, last first: %s\n", memcmp(out[0], out[1], bytes) ? "FAILED" : "ok");
+  orc_plain_free(&pl);
+  free(out[0]), free(out[1]), free(buf), free(x);
+}
+
 #ifdef MOE__HAVE_AMX
 /* Weights of the chunk of n steps from step c0 that differ from buffer `b`'s B tiles of C. */
 static int staged_chunk_errors(const moe__amx_call *C, const kit_weights *kw, int which, int b, int64_t c0, int n) {
@@ -989,6 +1045,7 @@ int main(int argc, char **argv) {
   test_prefetch_spread();
   if ((moe_cpu_features() & MOE__F_AVX512) == MOE__F_AVX512) test_mxfp4_fold();
 #endif
+  if (only == MOE_ISA_COUNT) test_fold_workers();
   vector_rows = test_row_ops();
   test_quantize_division(61, only);
   test_edge_activations();
