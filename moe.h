@@ -306,7 +306,7 @@ static inline int64_t moe__cpus(void) {
  * items, so the bits stay the same for any thread count; only slots in use are touched. There are
  * MOE__FOLD_SLOTS (128), or a slot per CPU where the process may run on more (a thread past the
  * CPUs finds none free to run on anyway), so no CPU idles on a large server; a build may leave the
- * CPUs out (MOE__FOLD_SLOTS_PER_CPU 0: test_determinism's idle workers on any machine). */
+ * CPUs out (MOE__FOLD_SLOTS_PER_CPU 0: test_kernels' idle workers on any machine). */
 #ifndef MOE__FOLD_SLOTS
 #define MOE__FOLD_SLOTS 128
 #endif
