@@ -392,6 +392,7 @@ typedef struct case_result {
   double flops, peak_gflops, roof_gflops;
   double decode_gbs[2]; /* the decode roof of GEMM1 and GEMM2 (GB/s of packed weights; 0: none) */
   double decode_s_per_gb; /* seconds to decode 1 GB of an expert's W13 and W2 in their proportion */
+  int foldable;           /* a GEMM's decoded panel pair fits the folded path (moe__fold_bytes) */
   int has_peer;
 } case_result;
 
@@ -480,9 +481,7 @@ static void print_json(const bench_ctx *b, const case_result *cr, const summary 
   print_scales(&j, &cr->w);
   json_int(&j, "M", c->M), json_int(&j, "E", cr->w.E), json_int(&j, "topk", c->topk);
   /* MXFP4 on the dense bf16 kernel over panels decoded once per expert (moe__fold_policy), in a GEMM at least */
-  json_bool(&j, "folded", moe__fold_policy(moe_gemm_select(cr->w.p), c->M * c->topk, cr->w.E) &&
-                              (moe__fold_bytes((int64_t)moe__round_up((size_t)c->K, 8)) ||
-                               moe__fold_bytes((int64_t)moe__round_up((size_t)b->opt->shape.N, 8))));
+  json_bool(&j, "folded", moe__fold_policy(moe_gemm_select(cr->w.p), c->M * c->topk, cr->w.E) && cr->foldable);
   json_int(&j, "N", b->opt->shape.N), json_int(&j, "K", c->K);
   if (cr->E_model != cr->w.E) json_int(&j, "E_model", cr->E_model);
   json_int(&j, "threads", b->opt->threads);
@@ -626,6 +625,7 @@ static void run_precision(const bench_ctx *b, moe_precision p) {
   cr.model = o->shape.name, cr.kernel = kern->name, cr.E_model = o->shape.E;
   cr.dot = kern->dot ? kern->dot : "scalar";
   cr.expert_bytes = packed_expert_bytes(&us.ex);
+  cr.foldable = moe__fold_bytes(us.ex.k13_pad) || moe__fold_bytes(us.ex.k2_pad); /* the packed padding, as the layer reads it */
   /* the AMX tier's compute ceiling is the tiles' (its decode blocks run AVX-512 under that roof) */
   cr.peak_gflops = kern->isa == MOE_ISA_AMX ? peak_for_kernel(&b->peaks, kern) : peak_for_precision(&b->peaks, p);
   cr.roof_gflops = roofline_peak(&b->peaks, kern, &cr.roof_name);
