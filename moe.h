@@ -933,34 +933,27 @@ static inline const uint8_t *moe__w2_pairs(const moe__layer *L, int64_t gi, int6
   return X->w2 + (size_t)(e * X->panels2 + 2 * q) * X->panel2_bytes;
 }
 
-/* The next group's h rows, sent to L2 a slice before each of the running group's GEMM2 calls: an
- * item reads every group's rows (the chunk's h: MBs) from beyond L2 once, and the first tiles of a
- * group's first call waited for them (Zen 5, M = 512-2048: bf16, int8 and W4A8 GEMM2 3-6 % faster).
- * Nothing until that group's rows are written. */
+/* The next group's h rows, sent to L2 before each of the running group's GEMM2 calls, a slice per
+ * block of the call: an item reads every group's rows (the chunk's h: MBs) from beyond L2 once, and
+ * the first tiles of a group's first call waited for them (Zen 5, M = 512-2048: bf16, int8 and W4A8
+ * GEMM2 3-6 % faster). Nothing until that group's rows are written. */
 typedef struct moe__h_ahead {
   uintptr_t at, end; /* the lines still to send */
-  int64_t lines;     /* per call                 */
+  int64_t lines;     /* per slice                */
 } moe__h_ahead;
-static inline moe__h_ahead moe__h_next(const moe__layer *L, int64_t gi, int64_t calls) {
+static inline moe__h_ahead moe__h_next(const moe__layer *L, int64_t gi, int64_t slices) {
   moe__h_ahead h = {0, 0, 0};
   if (gi >= L->n_groups || !__atomic_load_n(&L->ready[gi], __ATOMIC_ACQUIRE)) return h;
   const size_t row = (size_t)L->N_max * (L->a8 ? 1 : 2);
   const int64_t b0 = L->group_first[gi], b1 = L->group_first[gi + 1] - 1;
   h.at = ((uintptr_t)L->ha + (size_t)b0 * MOE_BLOCK_M * row) & ~(uintptr_t)63;
   h.end = (uintptr_t)L->ha + ((size_t)b1 * MOE_BLOCK_M + (size_t)L->block_rows[b1]) * row;
-  h.lines = moe__cdiv((int64_t)(h.end - h.at), 64 * (calls > 0 ? calls : 1));
+  h.lines = moe__cdiv((int64_t)(h.end - h.at), 64 * (slices > 0 ? slices : 1));
   return h;
 }
-/* n calls' slices of the lines. */
+/* n slices of the lines. */
 static inline void moe__h_prefetch(moe__h_ahead *h, int64_t n) {
   for (int64_t l = 0; l < n * h->lines && h->at < h->end; l++, h->at += 64) moe__prefetch_l2((const void *)h->at);
-}
-/* The calls of group gi for one run of output pairs (AMX runs of blocks, or a block each). */
-static inline int64_t moe__group_calls(const moe__layer *L, int64_t gi, const void *amx) {
-  int64_t calls = 0;
-  for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n > 0 ? n : 1, calls++)
-    n = moe__amx_run(L, b, L->group_first[gi + 1], amx);
-  return calls;
 }
 
 static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx, uint8_t *fold) {
@@ -970,18 +963,18 @@ static inline void moe__gemm2_item(moe__layer *L, int64_t t, void *amx, uint8_t 
     t0 = moe__stats_ns(L);
     while (!__atomic_load_n(&L->ready[gi], __ATOMIC_ACQUIRE)) moe__pause();
     moe__busy(L, 1, &t0); /* waiting for h counts as requantization */
-    const int64_t calls = moe__group_calls(L, gi, amx);
-    moe__h_ahead h = moe__h_next(L, gi + 1, moe__cdiv(q1 - q0, P) * calls);
+    const int64_t blocks = L->group_first[gi + 1] - L->group_first[gi];
+    moe__h_ahead h = moe__h_next(L, gi + 1, moe__cdiv(q1 - q0, P) * blocks);
     for (int64_t q = q0; q < q1; q += P) {
       const int64_t nq = q + P < q1 ? P : q1 - q;
       size_t next_bytes = 0;
       const uint8_t *next = q + nq < q1 ? moe__w2_pairs(L, gi, q + nq, q1 - q - nq < P ? q1 - q - nq : P, &next_bytes)
                             : gi + 1 < L->n_groups ? moe__w2_pairs(L, gi + 1, q0, q1 - q0 < P ? q1 - q0 : P, &next_bytes) : NULL;
-      if (fold) moe__h_prefetch(&h, calls); /* the folded path runs the pair's blocks in one go */
+      if (fold) moe__h_prefetch(&h, blocks); /* the folded path runs the pair's blocks in one go */
       if (fold && moe__gemm2_folded(L, gi, q, next, next_bytes, fold)) continue;
       for (int64_t b = L->group_first[gi], n; b < L->group_first[gi + 1]; b += n) {
         n = moe__amx_run(L, b, L->group_first[gi + 1], amx);
-        moe__h_prefetch(&h, 1);
+        moe__h_prefetch(&h, n > 0 ? n : 1);
         if (n > 0) moe__gemm2_pairs(L, b, n, q, nq, next, next_bytes, amx);
         else { /* block b runs AVX-512 */
           for (int64_t j = q; j < q + nq; j++) moe__gemm2_block(L, b, j, next, next_bytes);
