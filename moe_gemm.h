@@ -1199,12 +1199,12 @@ MOE_API moe_isa moe_isa_from_name(const char *name) {
                                 5, 32, 4, 5, 64, MOE__F_AVX512_VNNI, "vpdpbusd")))                             \
   MOE__IF_AVX512(MOE__IF_FP8(X(MOE_PREC_FP8, MOE_ISA_AVX512, bf16_fp8w, 5x32c2, 5x64c2, avx512bf16,             \
                                5, 32, 2, 5, 64, MOE__F_AVX512_BF16_VBMI, "vdpbf16ps")))                        \
-  MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX512, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni,       \
-                                4, 32, 4, 4, 64, MOE__F_AVX512_VNNI, "vpdpbusd")))                             \
-  MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 4x32c2, 4x64c2, avx512bf16,     \
-                                4, 32, 2, 4, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                            \
-  MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 4x32c2, 4x64c2, avx512bf16,       \
-                                 4, 32, 2, 4, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                          \
+  MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A8, MOE_ISA_AVX512, qu8_qc4w, 5x32c4, 5x64c4, avx512vnni,       \
+                                5, 32, 4, 5, 64, MOE__F_AVX512_VNNI, "vpdpbusd")))                             \
+  MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 5x32c2, 5x64c2, avx512bf16,     \
+                                5, 32, 2, 5, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                            \
+  MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 5x32c2, 5x64c2, avx512bf16,       \
+                                 5, 32, 2, 5, 64, MOE__F_AVX512_BF16, "vdpbf16ps")))                          \
   MOE__IF_AVX512(MOE__IF_INT4(X(MOE_PREC_INT4_W4A16, MOE_ISA_AVX512, bf16_qc4w, 4x32c2, 4x64c2, avx512fma,      \
                                 4, 32, 2, 4, 64, MOE__F_AVX512, "vfmadd231ps")))                               \
   MOE__IF_AVX512(MOE__IF_MXFP4(X(MOE_PREC_MXFP4, MOE_ISA_AVX512, bf16_mxfp4w, 4x32c2, 4x64c2, avx512fma,        \
@@ -1411,7 +1411,7 @@ static inline const moe_gemm_config *moe__fold_policy(const moe_gemm_config *ker
 #if defined(MOE__HAVE_AVX512) && MOE__ON_MXFP4
   static const moe_gemm_config dense[] = {MOE__KERNEL_ROW(MOE_PREC_BF16, MOE_ISA_AVX512, bf16_bf16w, 5x32c2, 5x64c2_12x32c2,
                                                          avx512bf16, 5, 32, 2, 5, 64, MOE__F_AVX512_BF16, "vdpbf16ps")};
-  if (kern && kern->gemm1 == moe_bf16_mxfp4w_gemm1_ukernel_4x32c2__avx512bf16 && slots >= MOE__FOLD_MIN_ROWS * experts)
+  if (kern && kern->gemm1 == moe_bf16_mxfp4w_gemm1_ukernel_5x32c2__avx512bf16 && slots >= MOE__FOLD_MIN_ROWS * experts)
     return dense;
 #else
   (void)kern, (void)slots, (void)experts;

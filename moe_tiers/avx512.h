@@ -450,11 +450,11 @@ MOE__AVX512_BASE MOE__INLINE void moe__lowbit_gemm_avx512(moe_precision p, int f
     moe__lowbit_gemm_avx512(prec, f32, g, 0, tot);                                                           \
   }
 MOE__LOWBIT_UKERNELS(MOE__AVX512_FP8, bf16_fp8w, 5x32c2, 5x64c2, avx512bf16, MOE_PREC_FP8, 0)
-MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_qc4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_INT4_W4A16, 0)
-MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_mxfp4w, 4x32c2, 4x64c2, avx512bf16, MOE_PREC_MXFP4, 0)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_qc4w, 5x32c2, 5x64c2, avx512bf16, MOE_PREC_INT4_W4A16, 0)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_BF16, bf16_mxfp4w, 5x32c2, 5x64c2, avx512bf16, MOE_PREC_MXFP4, 0)
 MOE__LOWBIT_UKERNELS(MOE__AVX512_BASE, bf16_qc4w, 4x32c2, 4x64c2, avx512fma, MOE_PREC_INT4_W4A16, 1)
 MOE__LOWBIT_UKERNELS(MOE__AVX512_BASE, bf16_mxfp4w, 4x32c2, 4x64c2, avx512fma, MOE_PREC_MXFP4, 1)
-MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 4x32c4, 4x64c4, avx512vnni, MOE_PREC_INT4_W4A8, 0)
+MOE__LOWBIT_UKERNELS(MOE__AVX512_VNNI, qu8_qc4w, 5x32c4, 5x64c4, avx512vnni, MOE_PREC_INT4_W4A8, 0)
 #undef MOE__LOWBIT_UKERNELS
 
 /* np MXFP4 panels (panel_bytes apart, k padded to kpad; nv[i] valid columns in panel i) as bf16

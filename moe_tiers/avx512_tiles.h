@@ -3112,17 +3112,181 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_4(const moe_gemm_args *
   }
 }
 
-/* b4 pair over any mr: tiles of at most 4 rows, heights balanced */
+/* b4 pair, 5 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__b4_pair_tile_5(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const __m512i t = L->tab->hi0;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps(), c2_4 = _mm512_setzero_ps(), c3_4 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 1); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 1); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 2); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 2); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 3); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 3); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 0, t), v01 = moe__b4_pair(l01, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 0, t), v11 = moe__b4_pair(l11, 0, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 1, t), v01 = moe__b4_pair(l01, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 1, t), v11 = moe__b4_pair(l11, 1, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 2, t), v01 = moe__b4_pair(l01, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 2, t), v11 = moe__b4_pair(l11, 2, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair(l00, 3, t), v01 = moe__b4_pair(l01, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair(l10, 3, t), v11 = moe__b4_pair(l11, 3, t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
+    moe__lowbit_finish(L, r0 + 4, 0, c0_4, sc0); moe__lowbit_finish(L, r0 + 4, 1, c1_4, sc1); moe__lowbit_finish(L, r0 + 4, 2, c2_4, sc2); moe__lowbit_finish(L, r0 + 4, 3, c3_4, sc3);
+    }
+  }
+}
+
+/* b4 pair over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_BF16_FN void moe__b4_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
+  const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = moe__tile_rows(g->mr, 4, t);
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__b4_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__b4_pair_tile_2(g, r0, L, L->ahead[s]); break;
     case 3: moe__b4_pair_tile_3(g, r0, L, L->line[s]); break;
-    default: moe__b4_pair_tile_4(g, r0, L, L->line[s]); break;
+    case 4: moe__b4_pair_tile_4(g, r0, L, L->line[s]); break;
+    default: moe__b4_pair_tile_5(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
@@ -3483,17 +3647,183 @@ MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_4(const moe_gemm_args *
   }
 }
 
-/* i4 pair over any mr: tiles of at most 4 rows, heights balanced */
+/* i4 pair, 5 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_BF16_FN MOE__NOINLINE void moe__i4_pair_tile_5(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  const __m512i t = L->tab->lo0;
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 7) / 8, hi = k1 / 8, s1 = (k1 + 7) / 8;
+    __m512i zb[4];
+    for (int v = 0; v < 4; v++) zb[v] = moe__lowbit_zero_bytes(L, gi, v);
+    __m512 c0_0 = _mm512_setzero_ps(), c1_0 = _mm512_setzero_ps(), c2_0 = _mm512_setzero_ps(), c3_0 = _mm512_setzero_ps();
+    __m512 c0_1 = _mm512_setzero_ps(), c1_1 = _mm512_setzero_ps(), c2_1 = _mm512_setzero_ps(), c3_1 = _mm512_setzero_ps();
+    __m512 c0_2 = _mm512_setzero_ps(), c1_2 = _mm512_setzero_ps(), c2_2 = _mm512_setzero_ps(), c3_2 = _mm512_setzero_ps();
+    __m512 c0_3 = _mm512_setzero_ps(), c1_3 = _mm512_setzero_ps(), c2_3 = _mm512_setzero_ps(), c3_3 = _mm512_setzero_ps();
+    __m512 c0_4 = _mm512_setzero_ps(), c1_4 = _mm512_setzero_ps(), c2_4 = _mm512_setzero_ps(), c3_4 = _mm512_setzero_ps();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zb[0], t), v01 = moe__b4_pair_zero(l01, 0, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zb[2], t), v11 = moe__b4_pair_zero(l11, 0, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zb[0], t), v01 = moe__b4_pair_zero(l01, 1, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 1); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zb[2], t), v11 = moe__b4_pair_zero(l11, 1, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 1); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 1); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 1); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 1); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 1); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zb[0], t), v01 = moe__b4_pair_zero(l01, 2, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 2); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zb[2], t), v11 = moe__b4_pair_zero(l11, 2, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 2); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 2); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 2); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 2); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 2); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zb[0], t), v01 = moe__b4_pair_zero(l01, 3, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 3); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zb[2], t), v11 = moe__b4_pair_zero(l11, 3, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_group(a0, 4 * i_ + 3); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a1, 4 * i_ + 3); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a2, 4 * i_ + 3); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a3, 4 * i_ + 3); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_group(a4, 4 * i_ + 3); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      moe__prefetch_l1(pf[0] + 128 * (size_t)i_, 2);
+      moe__prefetch_l1(pf[1] + 128 * (size_t)i_, 2);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      const __m512i l00 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 0), l01 = _mm512_load_si512(w0 + 128 * (size_t)i_ + 64), l10 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 0), l11 = _mm512_load_si512(w1 + 128 * (size_t)i_ + 64);
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 0, zb[0], t), v01 = moe__b4_pair_zero(l01, 0, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 0, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 0, zb[2], t), v11 = moe__b4_pair_zero(l11, 0, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 0, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 1, zb[0], t), v01 = moe__b4_pair_zero(l01, 1, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 1, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 1, zb[2], t), v11 = moe__b4_pair_zero(l11, 1, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 1, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 2, zb[0], t), v01 = moe__b4_pair_zero(l01, 2, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 2, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 2, zb[2], t), v11 = moe__b4_pair_zero(l11, 2, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 2, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      {
+      const __m512bh v00 = moe__b4_pair_zero(l00, 3, zb[0], t), v01 = moe__b4_pair_zero(l01, 3, zb[1], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_0 = moe__dpbf16(c0_0, a, v00); c1_0 = moe__dpbf16(c1_0, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_1 = moe__dpbf16(c0_1, a, v00); c1_1 = moe__dpbf16(c1_1, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_2 = moe__dpbf16(c0_2, a, v00); c1_2 = moe__dpbf16(c1_2, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_3 = moe__dpbf16(c0_3, a, v00); c1_3 = moe__dpbf16(c1_3, a, v01); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 3, k0, k1, 2, 2, 0); c0_4 = moe__dpbf16(c0_4, a, v00); c1_4 = moe__dpbf16(c1_4, a, v01); }
+      }
+      {
+      const __m512bh v10 = moe__b4_pair_zero(l10, 3, zb[2], t), v11 = moe__b4_pair_zero(l11, 3, zb[3], t);
+      { const __m512bh a = (__m512bh)moe__bcast_range(a0, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_0 = moe__dpbf16(c2_0, a, v10); c3_0 = moe__dpbf16(c3_0, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a1, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_1 = moe__dpbf16(c2_1, a, v10); c3_1 = moe__dpbf16(c3_1, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a2, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_2 = moe__dpbf16(c2_2, a, v10); c3_2 = moe__dpbf16(c3_2, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a3, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_3 = moe__dpbf16(c2_3, a, v10); c3_3 = moe__dpbf16(c3_3, a, v11); }
+      { const __m512bh a = (__m512bh)moe__bcast_range(a4, 4 * i_ + 3, k0, k1, 2, 2, 0); c2_4 = moe__dpbf16(c2_4, a, v10); c3_4 = moe__dpbf16(c3_4, a, v11); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, c0_0, sc0); moe__lowbit_finish(L, r0 + 0, 1, c1_0, sc1); moe__lowbit_finish(L, r0 + 0, 2, c2_0, sc2); moe__lowbit_finish(L, r0 + 0, 3, c3_0, sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, c0_1, sc0); moe__lowbit_finish(L, r0 + 1, 1, c1_1, sc1); moe__lowbit_finish(L, r0 + 1, 2, c2_1, sc2); moe__lowbit_finish(L, r0 + 1, 3, c3_1, sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, c0_2, sc0); moe__lowbit_finish(L, r0 + 2, 1, c1_2, sc1); moe__lowbit_finish(L, r0 + 2, 2, c2_2, sc2); moe__lowbit_finish(L, r0 + 2, 3, c3_2, sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, c0_3, sc0); moe__lowbit_finish(L, r0 + 3, 1, c1_3, sc1); moe__lowbit_finish(L, r0 + 3, 2, c2_3, sc2); moe__lowbit_finish(L, r0 + 3, 3, c3_3, sc3);
+    moe__lowbit_finish(L, r0 + 4, 0, c0_4, sc0); moe__lowbit_finish(L, r0 + 4, 1, c1_4, sc1); moe__lowbit_finish(L, r0 + 4, 2, c2_4, sc2); moe__lowbit_finish(L, r0 + 4, 3, c3_4, sc3);
+    }
+  }
+}
+
+/* i4 pair over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_BF16_FN void moe__i4_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
+  const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = moe__tile_rows(g->mr, 4, t);
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__i4_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__i4_pair_tile_2(g, r0, L, L->ahead[s]); break;
     case 3: moe__i4_pair_tile_3(g, r0, L, L->line[s]); break;
-    default: moe__i4_pair_tile_4(g, r0, L, L->line[s]); break;
+    case 4: moe__i4_pair_tile_4(g, r0, L, L->line[s]); break;
+    default: moe__i4_pair_tile_5(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
@@ -3682,17 +4012,88 @@ MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_4(const moe_gemm_args *
   }
 }
 
-/* q4 pair over any mr: tiles of at most 4 rows, heights balanced */
+/* q4 pair, 5 rows: two panels in lockstep, sums scaled into the totals */
+MOE__AVX512_VNNI_FN MOE__NOINLINE void moe__q4_pair_tile_5(const moe_gemm_args *g, int32_t r0, const moe__lowbit *L,
+                                              const uint8_t *const *pf) {
+  const uint8_t *w0 = L->w0, *w1 = L->w1;
+  const uint8_t *a0 = (const uint8_t *)g->a[r0 + 0], *a1 = (const uint8_t *)g->a[r0 + 1], *a2 = (const uint8_t *)g->a[r0 + 2], *a3 = (const uint8_t *)g->a[r0 + 3], *a4 = (const uint8_t *)g->a[r0 + 4];
+  for (int64_t k0 = L->kb0, gi = L->kb0 / g->kgroup; k0 < L->kb1; k0 += g->kgroup, gi++) {
+    const int64_t k1 = k0 + g->kgroup < g->kred ? k0 + g->kgroup : g->kred;
+    const int64_t lo = (k0 + 3) / 4, hi = k1 / 4, s1 = (k1 + 3) / 4;
+    const int32_t asum0 = moe__group_asum(g, r0 + 0, gi, k0, k1), asum1 = moe__group_asum(g, r0 + 1, gi, k0, k1), asum2 = moe__group_asum(g, r0 + 2, gi, k0, k1), asum3 = moe__group_asum(g, r0 + 3, gi, k0, k1), asum4 = moe__group_asum(g, r0 + 4, gi, k0, k1);
+    __m512i c0_0 = _mm512_setzero_si512(), c1_0 = _mm512_setzero_si512(), c2_0 = _mm512_setzero_si512(), c3_0 = _mm512_setzero_si512();
+    __m512i c0_1 = _mm512_setzero_si512(), c1_1 = _mm512_setzero_si512(), c2_1 = _mm512_setzero_si512(), c3_1 = _mm512_setzero_si512();
+    __m512i c0_2 = _mm512_setzero_si512(), c1_2 = _mm512_setzero_si512(), c2_2 = _mm512_setzero_si512(), c3_2 = _mm512_setzero_si512();
+    __m512i c0_3 = _mm512_setzero_si512(), c1_3 = _mm512_setzero_si512(), c2_3 = _mm512_setzero_si512(), c3_3 = _mm512_setzero_si512();
+    __m512i c0_4 = _mm512_setzero_si512(), c1_4 = _mm512_setzero_si512(), c2_4 = _mm512_setzero_si512(), c3_4 = _mm512_setzero_si512();
+    MOE__NO_UNROLL for (int64_t i = lo; i < hi; i++)
+      { const int64_t i_ = i;
+      {
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i_), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v00, a); c1_4 = moe__dpbusd(c1_4, v01, a); }
+      }
+      {
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a0, i_), _mm512_set1_epi8((char)0x80)); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a1, i_), _mm512_set1_epi8((char)0x80)); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a2, i_), _mm512_set1_epi8((char)0x80)); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a3, i_), _mm512_set1_epi8((char)0x80)); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_group(a4, i_), _mm512_set1_epi8((char)0x80)); c2_4 = moe__dpbusd(c2_4, v10, a); c3_4 = moe__dpbusd(c3_4, v11, a); }
+      }
+      moe__prefetch_l1(pf[0] + 64 * (size_t)i_, 1);
+      moe__prefetch_l1(pf[1] + 64 * (size_t)i_, 1);
+      }
+    if (hi < s1) /* the group ends inside a step: only its elements below k1 */
+      { const int64_t i_ = hi;
+      {
+      __m512i v00, v01;
+      moe__q4_line(w0 + 64 * (size_t)i_, &v00, &v01);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_0 = moe__dpbusd(c0_0, v00, a); c1_0 = moe__dpbusd(c1_0, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_1 = moe__dpbusd(c0_1, v00, a); c1_1 = moe__dpbusd(c1_1, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_2 = moe__dpbusd(c0_2, v00, a); c1_2 = moe__dpbusd(c1_2, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_3 = moe__dpbusd(c0_3, v00, a); c1_3 = moe__dpbusd(c1_3, v01, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c0_4 = moe__dpbusd(c0_4, v00, a); c1_4 = moe__dpbusd(c1_4, v01, a); }
+      }
+      {
+      __m512i v10, v11;
+      moe__q4_line(w1 + 64 * (size_t)i_, &v10, &v11);
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a0, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c2_0 = moe__dpbusd(c2_0, v10, a); c3_0 = moe__dpbusd(c3_0, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a1, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c2_1 = moe__dpbusd(c2_1, v10, a); c3_1 = moe__dpbusd(c3_1, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a2, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c2_2 = moe__dpbusd(c2_2, v10, a); c3_2 = moe__dpbusd(c3_2, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a3, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c2_3 = moe__dpbusd(c2_3, v10, a); c3_3 = moe__dpbusd(c3_3, v11, a); }
+      { const __m512i a = _mm512_xor_si512(moe__bcast_range(a4, i_, k0, k1, 4, 1, 0x80), _mm512_set1_epi8((char)0x80)); c2_4 = moe__dpbusd(c2_4, v10, a); c3_4 = moe__dpbusd(c3_4, v11, a); }
+      }
+      }
+    {
+    const __m512 sc0 = moe__lowbit_scale(L, gi, 0), sc1 = moe__lowbit_scale(L, gi, 1), sc2 = moe__lowbit_scale(L, gi, 2), sc3 = moe__lowbit_scale(L, gi, 3);
+    const __m512i z0 = moe__lowbit_zero(L, gi, 0), z1 = moe__lowbit_zero(L, gi, 1), z2 = moe__lowbit_zero(L, gi, 2), z3 = moe__lowbit_zero(L, gi, 3);
+    moe__lowbit_finish(L, r0 + 0, 0, moe__lowbit_isum(c0_0, z0, asum0), sc0); moe__lowbit_finish(L, r0 + 0, 1, moe__lowbit_isum(c1_0, z1, asum0), sc1); moe__lowbit_finish(L, r0 + 0, 2, moe__lowbit_isum(c2_0, z2, asum0), sc2); moe__lowbit_finish(L, r0 + 0, 3, moe__lowbit_isum(c3_0, z3, asum0), sc3);
+    moe__lowbit_finish(L, r0 + 1, 0, moe__lowbit_isum(c0_1, z0, asum1), sc0); moe__lowbit_finish(L, r0 + 1, 1, moe__lowbit_isum(c1_1, z1, asum1), sc1); moe__lowbit_finish(L, r0 + 1, 2, moe__lowbit_isum(c2_1, z2, asum1), sc2); moe__lowbit_finish(L, r0 + 1, 3, moe__lowbit_isum(c3_1, z3, asum1), sc3);
+    moe__lowbit_finish(L, r0 + 2, 0, moe__lowbit_isum(c0_2, z0, asum2), sc0); moe__lowbit_finish(L, r0 + 2, 1, moe__lowbit_isum(c1_2, z1, asum2), sc1); moe__lowbit_finish(L, r0 + 2, 2, moe__lowbit_isum(c2_2, z2, asum2), sc2); moe__lowbit_finish(L, r0 + 2, 3, moe__lowbit_isum(c3_2, z3, asum2), sc3);
+    moe__lowbit_finish(L, r0 + 3, 0, moe__lowbit_isum(c0_3, z0, asum3), sc0); moe__lowbit_finish(L, r0 + 3, 1, moe__lowbit_isum(c1_3, z1, asum3), sc1); moe__lowbit_finish(L, r0 + 3, 2, moe__lowbit_isum(c2_3, z2, asum3), sc2); moe__lowbit_finish(L, r0 + 3, 3, moe__lowbit_isum(c3_3, z3, asum3), sc3);
+    moe__lowbit_finish(L, r0 + 4, 0, moe__lowbit_isum(c0_4, z0, asum4), sc0); moe__lowbit_finish(L, r0 + 4, 1, moe__lowbit_isum(c1_4, z1, asum4), sc1); moe__lowbit_finish(L, r0 + 4, 2, moe__lowbit_isum(c2_4, z2, asum4), sc2); moe__lowbit_finish(L, r0 + 4, 3, moe__lowbit_isum(c3_4, z3, asum4), sc3);
+    }
+  }
+}
+
+/* q4 pair over any mr: tiles of at most 5 rows, heights balanced */
 MOE__AVX512_VNNI_FN void moe__q4_pair_rows(const moe_gemm_args *g, const moe__lowbit *L) {
-  const int32_t tiles = (g->mr + 3) / 4;
+  const int32_t tiles = (g->mr + 4) / 5;
   for (int32_t t = 0, r0 = 0; t < tiles; t++) {
-    const int32_t rows = moe__tile_rows(g->mr, 4, t);
+    const int32_t rows = moe__tile_rows(g->mr, 5, t);
     const int s = t == 1; /* the second tile streams the next panels (moe__lowbit_ahead) */
     switch (rows) {
     case 1: moe__q4_pair_tile_1(g, r0, L, L->ahead[s]); break;
     case 2: moe__q4_pair_tile_2(g, r0, L, L->ahead[s]); break;
     case 3: moe__q4_pair_tile_3(g, r0, L, L->line[s]); break;
-    default: moe__q4_pair_tile_4(g, r0, L, L->line[s]); break;
+    case 4: moe__q4_pair_tile_4(g, r0, L, L->line[s]); break;
+    default: moe__q4_pair_tile_5(g, r0, L, L->line[s]); break;
     }
     r0 += rows;
   }
