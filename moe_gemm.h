@@ -1402,9 +1402,9 @@ static inline const moe_gemm_config *moe__tier_policy(moe_precision p, int64_t s
  * chooses AMX; below it the decode of a whole pair costs more than it saves (Zen 5, Qwen3-30B-A3B
  * and gpt-oss-20b: 16 rows 1.03-1.05x the time, 20 rows 1.00x, 24 rows 0.94-0.96x, 32 rows 0.92x,
  * 128 rows 0.89x; bench/RESULTS.md, twenty-eighth sitting; with 5-row tiles, thirty-first: 20 rows
- * 1.02x, 24 rows 0.95x). Only where the MXFP4 kernel is the
- * vdpbf16ps one (Zen 4/5; Intel's cores run the f32 one and AMX decodes in its own way). The dense
- * kernels (the list's bf16 row, also where MOE_NO_BF16 leaves it out of the list), or NULL. */
+ * 1.02x, 24 rows 0.95x). Only where the MXFP4 kernel is the vdpbf16ps one (Zen 4/5; Intel's cores
+ * run the f32 one and AMX decodes in its own way). The dense kernels (the list's bf16 row, also
+ * where MOE_NO_BF16 leaves it out of the list), or NULL. */
 #ifndef MOE__FOLD_MIN_ROWS
 #define MOE__FOLD_MIN_ROWS 24
 #endif
